@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything minimodel builds against, from Debian's archive only. Idempotent.
+#   scripts/install-deps.sh              build + test dependencies
+#   scripts/install-deps.sh --fixtures   also PyTorch + NumPy, for scripts/make_fixtures.py
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libxtensor-dev xtl-dev libxtensor-blas-dev libopenblas-dev
+  libgtest-dev nlohmann-json3-dev libcli11-dev
+  libcairo2-dev fonts-dejavu-core
+  inotify-tools
+)
+[[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+sudo=""
+((EUID == 0)) || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,36 @@
+#pragma once
+// Runs MultiHeadAttention on a PyTorch fixture case and compares output and weights.
+#include <optional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "minimodel/attention/attention.hpp"
+#include "support/checks.hpp"
+#include "support/fixtures.hpp"
+
+namespace minimodel::testing {
+
+/// Parity with torch.nn.MultiheadAttention. Fixtures are float32 results of a float64 torch run,
+/// so 1e-5 absolute leaves ~100x headroom over the float32 rounding of O(1) outputs.
+constexpr double kTorchTolerance = 1e-5;
+
+inline void expect_matches_torch(const std::string& name) {
+  SCOPED_TRACE("fixture " + name);
+  const Fixture fixture(name);
+  MultiHeadAttention mha(fixture.array<2>("w_q"), fixture.array<2>("w_k"), fixture.array<2>("w_v"),
+                         fixture.array<2>("w_o"), fixture.meta().at("n_heads").get<std::size_t>());
+  const bool causal = fixture.meta().at("causal").get<bool>();
+  if (fixture.rank("x") == 2) {
+    const Tensor2 x = fixture.array<2>("x");
+    const auto mask = causal ? std::optional<Tensor2>(causal_mask(x.shape(0))) : std::nullopt;
+    EXPECT_TRUE(all_close(mha.forward(x, mask), fixture.array<2>("y"), kTorchTolerance));
+  } else {
+    const Tensor3 x = fixture.array<3>("x");
+    const auto mask = causal ? std::optional<Tensor2>(causal_mask(x.shape(1))) : std::nullopt;
+    EXPECT_TRUE(all_close(mha.forward(x, mask), fixture.array<3>("y"), kTorchTolerance));
+  }
+  EXPECT_TRUE(all_close(mha.attention_weights(), fixture.array<4>("attn"), kTorchTolerance));
+}
+
+}  // namespace minimodel::testing

@@ -1,0 +1,462 @@
+// Tests of the workbench infrastructure: heatmap PNGs, atomic writes and environment facts.
+#include <cairo.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+#include <xtensor/xtensor.hpp>
+#include <xtensor/xtensor_config.hpp>
+
+#include "workbench/heatmap.hpp"
+#include "workbench/manifest.hpp"
+
+namespace fs = std::filesystem;
+using workbench::HeatmapFigure;
+using workbench::HeatmapPanel;
+using workbench::render_heatmaps;
+
+namespace {
+
+/// A fresh folder per test (tests may run in parallel processes), removed afterwards.
+class WorkbenchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("workbench_test_" + std::string(info->test_suite_name()) +
+                                        "_" + info->name() + "_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  fs::path dir_;
+};
+
+class Heatmap : public WorkbenchTest {};
+class AtomicWrite : public WorkbenchTest {};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct Rgb8 {
+  int r, g, b;
+};
+
+/// A PNG decoded by cairo, with pixel access.
+class DecodedPng {
+ public:
+  explicit DecodedPng(const fs::path& path)
+      : surface_(cairo_image_surface_create_from_png(path.c_str()), cairo_surface_destroy) {}
+  cairo_status_t status() const { return cairo_surface_status(surface_.get()); }
+  int width() const { return cairo_image_surface_get_width(surface_.get()); }
+  int height() const { return cairo_image_surface_get_height(surface_.get()); }
+  Rgb8 at(int x, int y) const {
+    cairo_surface_flush(surface_.get());
+    const unsigned char* row = cairo_image_surface_get_data(surface_.get()) +
+                               y * cairo_image_surface_get_stride(surface_.get());
+    // RGB24 and ARGB32 pixels are native-endian 32-bit words 0xAARRGGBB.
+    const auto p = reinterpret_cast<const std::uint32_t*>(row)[x];
+    return {static_cast<int>((p >> 16) & 0xff), static_cast<int>((p >> 8) & 0xff),
+            static_cast<int>(p & 0xff)};
+  }
+
+ private:
+  std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface_;
+};
+
+bool near(Rgb8 c, Rgb8 want, int tolerance = 12) {
+  return std::abs(c.r - want.r) <= tolerance && std::abs(c.g - want.g) <= tolerance &&
+         std::abs(c.b - want.b) <= tolerance;
+}
+
+std::string describe(Rgb8 c) {
+  return "(" + std::to_string(c.r) + ", " + std::to_string(c.g) + ", " + std::to_string(c.b) + ")";
+}
+
+constexpr Rgb8 kYellow{0xfd, 0xe7, 0x25};  // viridis at vmax
+constexpr Rgb8 kPurple{0x44, 0x01, 0x54};  // viridis at vmin
+
+xt::xtensor<float, 2> filled(std::size_t rows, std::size_t cols, float value) {
+  xt::xtensor<float, 2> t = xt::xtensor<float, 2>::from_shape({rows, cols});
+  t.fill(value);
+  return t;
+}
+
+/// Softmax-like rows: positive and summing to 1.
+xt::xtensor<float, 2> softmax_like(std::size_t n, std::size_t seed) {
+  xt::xtensor<float, 2> w = xt::xtensor<float, 2>::from_shape({n, n});
+  for (std::size_t i = 0; i < n; ++i) {
+    float sum = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      w(i, j) = std::exp(static_cast<float>(((i * 7 + j * 13 + seed * 5) % 11)) / 3.0f);
+      sum += w(i, j);
+    }
+    for (std::size_t j = 0; j < n; ++j) w(i, j) /= sum;
+  }
+  return w;
+}
+
+HeatmapFigure figure_of(std::size_t panels, std::size_t grid_rows, std::size_t grid_cols,
+                        std::size_t n) {
+  HeatmapFigure f;
+  f.title = "test figure";
+  f.grid_rows = grid_rows;
+  f.grid_cols = grid_cols;
+  for (std::size_t p = 0; p < panels; ++p)
+    f.panels.push_back({softmax_like(n, p), "head " + std::to_string(p)});
+  return f;
+}
+
+/// Where the matrix of a one-panel figure is: found from its colours, not from the layout code.
+/// The matrix must have an all-yellow first row and first column.
+struct MatrixBox {
+  int left = 0, top = 0, width = 0, height = 0;
+};
+MatrixBox find_matrix(const DecodedPng& img) {
+  // The longest horizontal yellow run is the first matrix row (the colour bar is only 20 px wide).
+  MatrixBox box;
+  for (int y = 0; y < img.height(); ++y) {
+    for (int x = 0, run = 0; x < img.width(); ++x) {
+      run = near(img.at(x, y), kYellow) ? run + 1 : 0;
+      if (run > box.width) box = {x - run + 1, y, run, 0};
+    }
+  }
+  // Down the middle of the first column, the longest yellow run is the matrix height.
+  const int x = box.left + 2;
+  for (int y = 0, run = 0; y < img.height(); ++y) {
+    run = near(img.at(x, y), kYellow) ? run + 1 : 0;
+    if (run > box.height) {
+      box.height = run;
+      box.top = y - run + 1;
+    }
+  }
+  return box;
+}
+
+/// Renders `figure` and expects std::invalid_argument whose message contains every one of `words`.
+void expect_invalid(const fs::path& png, const HeatmapFigure& figure,
+                    std::initializer_list<const char*> words) {
+  try {
+    render_heatmaps(png, figure);
+    ADD_FAILURE() << "render_heatmaps accepted an invalid figure";
+  } catch (const std::invalid_argument& e) {
+    for (const char* w : words)
+      EXPECT_NE(std::string(e.what()).find(w), std::string::npos)
+          << "message \"" << e.what() << "\" does not mention \"" << w << "\"";
+  }
+  EXPECT_FALSE(fs::exists(png)) << "an invalid figure left a file behind";
+}
+
+}  // namespace
+
+// --- render_heatmaps ----------------------------------------------------------------------------
+
+TEST_F(Heatmap, WritesAPngThatCairoDecodesWiderThanTallForOneByTwo) {
+  const fs::path png = dir_ / "fig.png";
+  render_heatmaps(png, figure_of(2, 1, 2, 6));
+  ASSERT_TRUE(fs::exists(png));
+  EXPECT_EQ(read_file(png).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  const DecodedPng img(png);
+  ASSERT_EQ(img.status(), CAIRO_STATUS_SUCCESS) << cairo_status_to_string(img.status());
+  EXPECT_GT(img.width(), img.height());
+  EXPECT_GT(img.height(), 300);
+}
+
+TEST_F(Heatmap, TwoByTwoGridOfSmallMatricesIsReadableAndModerate) {
+  const fs::path png = dir_ / "grid.png";
+  render_heatmaps(png, figure_of(4, 2, 2, 8));
+  const DecodedPng img(png);
+  ASSERT_EQ(img.status(), CAIRO_STATUS_SUCCESS);
+  EXPECT_GE(img.width(), 800);
+  EXPECT_LE(img.width(), 1300);
+  EXPECT_GE(img.height(), 700);
+  EXPECT_LE(img.height(), 1300);
+}
+
+TEST_F(Heatmap, LargeMatricesStayUnderTwoThousandPixels) {
+  const fs::path png = dir_ / "big.png";
+  render_heatmaps(png, figure_of(16, 4, 4, 64));
+  const DecodedPng img(png);
+  ASSERT_EQ(img.status(), CAIRO_STATUS_SUCCESS);
+  EXPECT_LE(img.width(), 2000);
+  EXPECT_LE(img.height(), 2000);
+}
+
+TEST_F(Heatmap, BackgroundIsWhite) {
+  const fs::path png = dir_ / "fig.png";
+  render_heatmaps(png, figure_of(1, 1, 1, 4));
+  const DecodedPng img(png);
+  ASSERT_EQ(img.status(), CAIRO_STATUS_SUCCESS);
+  EXPECT_TRUE(near(img.at(1, 1), {255, 255, 255}, 0)) << describe(img.at(1, 1));
+  EXPECT_TRUE(near(img.at(img.width() - 2, img.height() - 2), {255, 255, 255}, 0));
+}
+
+TEST_F(Heatmap, VmaxCellIsYellowAndVminCellIsDarkPurple) {
+  // 3 x 3 at vmax except the centre, at vmin; vmax/vmin away from 0 and 1 to test the scaling.
+  HeatmapFigure f;
+  f.vmin = -2.0f;
+  f.vmax = 6.0f;
+  auto values = filled(3, 3, f.vmax);
+  values(1, 1) = f.vmin;
+  f.panels.push_back({values, "one head"});
+  const fs::path png = dir_ / "colours.png";
+  render_heatmaps(png, f);
+  const DecodedPng img(png);
+  ASSERT_EQ(img.status(), CAIRO_STATUS_SUCCESS);
+
+  const MatrixBox box = find_matrix(img);
+  ASSERT_GT(box.width, 30) << "no yellow matrix row found";
+  EXPECT_NEAR(box.width, box.height, 3) << "square cells expected";
+  const int cell = box.width / 3;
+  const Rgb8 top_left = img.at(box.left + cell / 2, box.top + cell / 2);
+  const Rgb8 centre = img.at(box.left + cell * 3 / 2, box.top + cell * 3 / 2);
+  EXPECT_TRUE(near(top_left, kYellow)) << "vmax cell is " << describe(top_left);
+  EXPECT_TRUE(near(centre, kPurple)) << "vmin cell is " << describe(centre);
+}
+
+TEST_F(Heatmap, ValuesOutsideTheScaleAreClamped) {
+  HeatmapFigure f;
+  auto values = filled(3, 3, 7.5f);  // above vmax = 1
+  values(1, 1) = -std::numeric_limits<float>::infinity();
+  f.panels.push_back({values, ""});
+  const fs::path png = dir_ / "clamped.png";
+  render_heatmaps(png, f);
+  const DecodedPng img(png);
+  const MatrixBox box = find_matrix(img);
+  ASSERT_GT(box.width, 30);
+  const int cell = box.width / 3;
+  const Rgb8 centre = img.at(box.left + cell * 3 / 2, box.top + cell * 3 / 2);
+  EXPECT_TRUE(near(centre, kPurple)) << "-inf cell is " << describe(centre);
+}
+
+TEST_F(Heatmap, NanCellIsDrawnLightGreyInsteadOfThrowing) {
+  HeatmapFigure f;
+  auto values = filled(3, 3, f.vmax);
+  values(1, 1) = std::numeric_limits<float>::quiet_NaN();
+  f.panels.push_back({values, "broken softmax"});
+  const fs::path png = dir_ / "nan.png";
+  ASSERT_NO_THROW(render_heatmaps(png, f));
+  const DecodedPng img(png);
+  ASSERT_EQ(img.status(), CAIRO_STATUS_SUCCESS);
+  const MatrixBox box = find_matrix(img);
+  ASSERT_GT(box.width, 30);
+  const int cell = box.width / 3;
+  const Rgb8 centre = img.at(box.left + cell * 3 / 2, box.top + cell * 3 / 2);
+  EXPECT_TRUE(near(centre, {217, 217, 217}, 10)) << "NaN cell is " << describe(centre);
+}
+
+TEST_F(Heatmap, LeavesNoTemporaryFileBehind) {
+  const fs::path png = dir_ / "fig.png";
+  render_heatmaps(png, figure_of(2, 1, 2, 4));
+  EXPECT_TRUE(fs::exists(png));
+  EXPECT_FALSE(fs::exists(dir_ / "fig.png.tmp"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(Heatmap, OverwritesAnExistingFileAndCreatesMissingFolders) {
+  const fs::path png = dir_ / "a" / "b" / "fig.png";
+  render_heatmaps(png, figure_of(1, 1, 1, 4));
+  const auto small = fs::file_size(png);
+  render_heatmaps(png, figure_of(4, 2, 2, 8));
+  EXPECT_GT(fs::file_size(png), small);
+  EXPECT_EQ(DecodedPng(png).status(), CAIRO_STATUS_SUCCESS);
+}
+
+TEST_F(Heatmap, UnwritablePathThrowsRuntimeErrorNamingIt) {
+  const fs::path not_a_folder = dir_ / "file.txt";
+  std::ofstream(not_a_folder) << "a regular file";
+  const fs::path png = not_a_folder / "fig.png";
+  try {
+    render_heatmaps(png, figure_of(1, 1, 1, 4));
+    FAIL() << "render_heatmaps wrote below a regular file";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(png.string()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file(not_a_folder), "a regular file");
+}
+
+TEST_F(Heatmap, RejectsAFigureWithoutPanels) {
+  HeatmapFigure f;
+  expect_invalid(dir_ / "fig.png", f, {"no panels"});
+}
+
+TEST_F(Heatmap, RejectsMorePanelsThanGridSlots) {
+  expect_invalid(dir_ / "fig.png", figure_of(3, 1, 2, 4), {"3 panels", "1 x 2"});
+}
+
+TEST_F(Heatmap, RejectsPanelsOfDifferentShapes) {
+  HeatmapFigure f = figure_of(2, 1, 2, 4);
+  f.panels[1].values = filled(4, 5, 0.5f);
+  expect_invalid(dir_ / "fig.png", f, {"panel 1", "(4, 5)", "(4, 4)"});
+}
+
+TEST_F(Heatmap, RejectsAnEmptyMatrix) {
+  HeatmapFigure f;
+  f.panels.push_back({xt::xtensor<float, 2>::from_shape({0, 4}), "empty"});
+  expect_invalid(dir_ / "fig.png", f, {"(0, 4)"});
+}
+
+TEST_F(Heatmap, RejectsRowLabelsThatDoNotMatchTheRows) {
+  HeatmapFigure f = figure_of(1, 1, 1, 4);
+  f.row_labels = {"a", "b", "c"};
+  expect_invalid(dir_ / "fig.png", f, {"3 row_labels", "4 rows"});
+}
+
+TEST_F(Heatmap, RejectsColLabelsThatDoNotMatchTheColumns) {
+  HeatmapFigure f = figure_of(1, 1, 1, 4);
+  f.col_labels = {"a", "b", "c", "d", "e"};
+  expect_invalid(dir_ / "fig.png", f, {"5 col_labels", "4 columns"});
+}
+
+TEST_F(Heatmap, RejectsAColourScaleWithoutVminBelowVmax) {
+  HeatmapFigure f = figure_of(1, 1, 1, 4);
+  f.vmin = 1.0f;
+  f.vmax = 1.0f;
+  expect_invalid(dir_ / "equal.png", f, {"vmin = 1", "vmax = 1"});
+  f.vmin = 2.0f;
+  expect_invalid(dir_ / "reversed.png", f, {"vmin = 2", "vmax = 1"});
+  f.vmin = std::numeric_limits<float>::quiet_NaN();
+  expect_invalid(dir_ / "nan.png", f, {"vmin = nan"});
+  f.vmin = -std::numeric_limits<float>::infinity();
+  expect_invalid(dir_ / "inf.png", f, {"vmin = -inf"});
+}
+
+TEST_F(Heatmap, AcceptsLabelsAndAnEmptyGridSlot) {
+  HeatmapFigure f = figure_of(3, 2, 2, 8);
+  f.row_labels = f.col_labels = {"<bos>", "I", "work", ",", "you", "work", ",", "he"};
+  const fs::path png = dir_ / "labelled.png";
+  render_heatmaps(png, f);
+  EXPECT_EQ(DecodedPng(png).status(), CAIRO_STATUS_SUCCESS);
+}
+
+// --- write_json_atomically / write_text_atomically ---------------------------------------------
+
+TEST_F(AtomicWrite, JsonRoundTripsThroughParse) {
+  const nlohmann::json doc = {{"lab", "01"},
+                              {"max_abs_diff", 2.5e-8},
+                              {"passed", true},
+                              {"shape", {2, 8, 64}},
+                              {"note", nullptr}};
+  const fs::path path = dir_ / "manifest.json";
+  workbench::write_json_atomically(path, doc);
+  const std::string text = read_file(path);
+  EXPECT_EQ(nlohmann::json::parse(text), doc);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST_F(AtomicWrite, OverwritesAnExistingFile) {
+  const fs::path path = dir_ / "manifest.json";
+  workbench::write_json_atomically(path, {{"run", 1}, {"long", std::string(1000, 'x')}});
+  workbench::write_json_atomically(path, {{"run", 2}});
+  EXPECT_EQ(nlohmann::json::parse(read_file(path)), nlohmann::json({{"run", 2}}));
+}
+
+TEST_F(AtomicWrite, TextIsWrittenVerbatim) {
+  const fs::path path = dir_ / "verify_output.txt";
+  const std::string text = "[PASS] rows sum to 1\n[FAIL] causality: 0.25\nno newline at end";
+  workbench::write_text_atomically(path, text);
+  EXPECT_EQ(read_file(path), text);
+}
+
+TEST_F(AtomicWrite, CreatesMissingFoldersAndLeavesNoTemporaryFile) {
+  const fs::path path = dir_ / "experiments" / "01" / "out.txt";
+  workbench::write_text_atomically(path, "hello\n");
+  EXPECT_EQ(read_file(path), "hello\n");
+  EXPECT_FALSE(fs::exists(dir_ / "experiments" / "01" / "out.txt.tmp"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(path.parent_path()), fs::directory_iterator()), 1);
+}
+
+TEST_F(AtomicWrite, UnwritablePathThrowsAndKeepsTheOldFile) {
+  const fs::path old_file = dir_ / "manifest.json";
+  workbench::write_json_atomically(old_file, {{"run", 1}});
+  const std::string before = read_file(old_file);
+
+  // The parent of this path is a regular file, so no folder can be created there.
+  const fs::path below_file = old_file / "manifest.json";
+  try {
+    workbench::write_json_atomically(below_file, {{"run", 2}});
+    FAIL() << "wrote below a regular file";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(below_file.string()), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(workbench::write_text_atomically(below_file, "x"), std::runtime_error);
+  EXPECT_EQ(read_file(old_file), before);
+}
+
+TEST_F(AtomicWrite, TargetThatIsAFolderThrowsAndLeavesNoTemporaryFile) {
+  const fs::path folder = dir_ / "taken";
+  fs::create_directories(folder / "inside");
+  EXPECT_THROW(workbench::write_text_atomically(folder, "x"), std::runtime_error);
+  EXPECT_TRUE(fs::is_directory(folder / "inside"));
+  EXPECT_FALSE(fs::exists(dir_ / "taken.tmp"));
+}
+
+// --- environment_facts ------------------------------------------------------------------------
+
+TEST(EnvironmentFacts, HasExactlyTheDocumentedKeysWithTheirTypes) {
+  const nlohmann::json facts = workbench::environment_facts();
+  SCOPED_TRACE(facts.dump(2));
+  ASSERT_TRUE(facts.is_object());
+  EXPECT_EQ(facts.size(), 4u);
+  ASSERT_TRUE(facts.contains("git_sha") && facts["git_sha"].is_string());
+  EXPECT_FALSE(facts["git_sha"].get<std::string>().empty());
+  ASSERT_TRUE(facts.contains("git_dirty"));
+  EXPECT_TRUE(facts["git_dirty"].is_boolean() || facts["git_dirty"].is_null());
+
+  ASSERT_TRUE(facts.contains("versions") && facts["versions"].is_object());
+  const auto& v = facts["versions"];
+  EXPECT_EQ(v.size(), 7u);
+  for (const char* key :
+       {"compiler", "cxx_standard", "xtensor", "xtensor_blas", "cmake", "build_type"}) {
+    ASSERT_TRUE(v.contains(key) && v[key].is_string()) << key;
+    EXPECT_FALSE(v[key].get<std::string>().empty()) << key;
+  }
+  ASSERT_TRUE(v.contains("blas") && v["blas"].is_object());
+  EXPECT_EQ(v["blas"].size(), 3u);
+  EXPECT_EQ(v["blas"].value("library", ""), "OpenBLAS");
+  ASSERT_TRUE(v["blas"].contains("config") && v["blas"]["config"].is_string());
+  EXPECT_FALSE(v["blas"]["config"].get<std::string>().empty());
+  ASSERT_TRUE(v["blas"].contains("threads") && v["blas"]["threads"].is_number_integer());
+  EXPECT_GE(v["blas"]["threads"].get<int>(), 1);
+
+  ASSERT_TRUE(facts.contains("hardware") && facts["hardware"].is_object());
+  const auto& hw = facts["hardware"];
+  EXPECT_EQ(hw.size(), 3u);
+  ASSERT_TRUE(hw.contains("cpu_model") && hw["cpu_model"].is_string());
+  ASSERT_TRUE(hw.contains("cores") && hw["cores"].is_number_unsigned());
+  ASSERT_TRUE(hw.contains("ram_bytes"));
+  EXPECT_TRUE(hw["ram_bytes"].is_null() || hw["ram_bytes"].is_number_unsigned());
+}
+
+TEST(EnvironmentFacts, ReportsAtLeastOneCoreAndSomeMemory) {
+  const nlohmann::json hw = workbench::environment_facts()["hardware"];
+  EXPECT_GE(hw["cores"].get<unsigned>(), 1u);
+  if (!hw["ram_bytes"].is_null()) {
+    EXPECT_GT(hw["ram_bytes"].get<std::uint64_t>(), 1u << 20);
+  }
+}
+
+TEST(EnvironmentFacts, VersionsComeFromTheHeadersThisWasBuiltWith) {
+  const nlohmann::json v = workbench::environment_facts()["versions"];
+  EXPECT_EQ(v["xtensor"], std::to_string(XTENSOR_VERSION_MAJOR) + "." +
+                              std::to_string(XTENSOR_VERSION_MINOR) + "." +
+                              std::to_string(XTENSOR_VERSION_PATCH));
+  EXPECT_EQ(v["cxx_standard"].get<std::string>().rfind("C++", 0), 0u) << v["cxx_standard"];
+  const std::string compiler = v["compiler"];
+  EXPECT_TRUE(compiler.rfind("GCC ", 0) == 0 || compiler.rfind("Clang ", 0) == 0) << compiler;
+}

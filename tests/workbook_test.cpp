@@ -1,0 +1,149 @@
+// `workbook attend` end to end: the reference through the command matches the PyTorch fixtures,
+// and every kind of bad input gets one line on stderr, exit status 2 and no output file.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <xtensor/xnpy.hpp>
+#include <xtensor/xview.hpp>
+
+#include "support/checks.hpp"
+#include "support/fixtures.hpp"
+#include "support/torch_parity.hpp"
+
+namespace fs = std::filesystem;
+
+namespace minimodel {
+namespace {
+
+using testing::all_close;
+
+struct CommandResult {
+  int status;
+  std::string stderr_text;
+};
+
+// Runs `workbook <args>` through the shell, capturing stderr.
+CommandResult workbook(const std::string& args, const fs::path& scratch) {
+  const fs::path err = scratch / "stderr.txt";
+  const std::string command = std::string(MINIMODEL_BIN_DIR) + "/workbook " + args + " 2> " + err.string();
+  const int raw = std::system(command.c_str());
+  std::ifstream in(err);
+  std::stringstream text;
+  text << in.rdbuf();
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, text.str()};
+}
+
+class WorkbookAttend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scratch_ = fs::temp_directory_path() /
+               ("workbook_attend_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(scratch_);
+    fs::create_directories(scratch_);
+  }
+  void TearDown() override { fs::remove_all(scratch_); }
+
+  static fs::path fixture(const std::string& name) { return fs::path(MINIMODEL_FIXTURES_DIR) / name; }
+
+  // The attend arguments for fixture `name`; `replace` swaps a flag's value, e.g. {{"--x", path}}.
+  std::string args(const std::string& name, const std::map<std::string, std::string>& replace = {}) const {
+    const fs::path f = fixture(name);
+    std::map<std::string, std::string> flags = {
+        {"--x", (f / "x.npy").string()},     {"--wq", (f / "w_q.npy").string()},
+        {"--wk", (f / "w_k.npy").string()},  {"--wv", (f / "w_v.npy").string()},
+        {"--wo", (f / "w_o.npy").string()},  {"--out", out().string()},
+        {"--attn-out", attn().string()},
+        {"--heads", std::to_string(testing::Fixture(name).meta().at("n_heads").get<int>())}};
+    for (const auto& [flag, value] : replace) flags[flag] = value;
+    std::string line = "attend";
+    for (const auto& [flag, value] : flags) line += " " + flag + (value.empty() ? "" : " " + value);
+    return line;
+  }
+
+  // Expects exit status 2, exactly one line on stderr, and no output written.
+  void expect_rejected(const std::string& arguments, const std::string& mention) {
+    const CommandResult run = workbook(arguments, scratch_);
+    EXPECT_EQ(run.status, 2) << run.stderr_text;
+    EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1) << run.stderr_text;
+    EXPECT_NE(run.stderr_text.find(mention), std::string::npos) << run.stderr_text;
+    EXPECT_FALSE(fs::exists(out()));
+    EXPECT_FALSE(fs::exists(attn()));
+  }
+
+  fs::path out() const { return scratch_ / "y.npy"; }
+  fs::path attn() const { return scratch_ / "attn.npy"; }
+  fs::path scratch_;
+};
+
+TEST_F(WorkbookAttend, MatchesTorchOnABatch) {
+  const CommandResult run = workbook(args("mha_batched"), scratch_);
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  const testing::Fixture expected("mha_batched");
+  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"), testing::kTorchTolerance));
+  EXPECT_TRUE(all_close(xt::load_npy<float>(attn().string()), expected.array<4>("attn"), testing::kTorchTolerance));
+}
+
+TEST_F(WorkbookAttend, MatchesTorchUnbatchedWithWeightsAsHTT) {
+  // A 2-D X gives attention weights (H, T, T); the fixture keeps them as (1, H, T, T).
+  const testing::Fixture expected("mha_unbatched");
+  const CommandResult run = workbook(args("mha_unbatched"), scratch_);
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<2>("y"), testing::kTorchTolerance));
+  const xt::xarray<float> a = xt::load_npy<float>(attn().string());
+  EXPECT_EQ(a.dimension(), 3u);
+  EXPECT_TRUE(all_close(a, xt::view(expected.array<4>("attn"), 0), testing::kTorchTolerance));
+}
+
+TEST_F(WorkbookAttend, MatchesTorchCausal) {
+  const CommandResult run = workbook(args("mha_causal", {{"--causal", ""}}), scratch_);
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  const testing::Fixture expected("mha_causal");
+  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"), testing::kTorchTolerance));
+}
+
+TEST_F(WorkbookAttend, RejectsAMissingFile) {
+  expect_rejected(args("mha_batched", {{"--x", (scratch_ / "nope.npy").string()}}), "nope.npy");
+}
+
+TEST_F(WorkbookAttend, RejectsATruncatedFile) {
+  const fs::path cut = scratch_ / "cut.npy";
+  fs::copy_file(fixture("mha_batched") / "x.npy", cut);
+  fs::resize_file(cut, fs::file_size(cut) / 2 + 40);
+  expect_rejected(args("mha_batched", {{"--x", cut.string()}}), "truncated");
+}
+
+TEST_F(WorkbookAttend, RejectsFloat64) {
+  const fs::path wide = scratch_ / "x64.npy";
+  xt::dump_npy(wide.string(), xt::xarray<double>(testing::Fixture("mha_batched").array<3>("x")));
+  expect_rejected(args("mha_batched", {{"--x", wide.string()}}), "float32");
+}
+
+TEST_F(WorkbookAttend, RejectsAWeightOfTheWrongShape) {
+  const fs::path w = scratch_ / "w.npy";
+  xt::dump_npy(w.string(), xt::xarray<float>(xt::zeros<float>({16, 8})));
+  expect_rejected(args("mha_batched", {{"--wk", w.string()}}), "(16, 8)");
+}
+
+TEST_F(WorkbookAttend, RejectsHeadsThatDoNotDivideD) {
+  expect_rejected(args("mha_batched", {{"--heads", "3"}}), "does not divide d = 16");
+}
+
+TEST_F(WorkbookAttend, RejectsXOfRankFour) {
+  const fs::path x = scratch_ / "x4.npy";
+  xt::dump_npy(x.string(), xt::xarray<float>(xt::zeros<float>({1, 2, 5, 16})));
+  expect_rejected(args("mha_batched", {{"--x", x.string()}}), "(1, 2, 5, 16)");
+}
+
+TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {
+  expect_rejected(args("mha_batched", {{"--impl", "mine"}}), "mine");
+}
+
+}  // namespace
+}  // namespace minimodel

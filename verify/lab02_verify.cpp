@@ -1,0 +1,86 @@
+// Lab 02 verify: the causal mask, perturbation causality, and lab 01's checks with the mask on.
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include "minimodel/attention/attention.hpp"
+#include "minimodel/shapes.hpp"
+#include "workbench/heatmap.hpp"
+#include "workbench/toy_sentence.hpp"
+#include "workbench/verify_run.hpp"
+
+using minimodel::MultiHeadAttention;
+using minimodel::Tensor2;
+
+int main(int argc, char** argv) {
+  constexpr std::size_t kDModel = 64, kHeads = 4;
+  constexpr std::uint64_t kSeed = 2024;
+  const workbench::VerifySpec spec{"02-causal-mask", kSeed,
+                                   {{"d_model", kDModel},
+                                    {"n_heads", kHeads},
+                                    {"tokens", workbench::toy_sentence()},
+                                    {"embedding_seed", kSeed},
+                                    {"weight_seed", kSeed + 1},
+                                    {"masked_score", minimodel::kMaskedScore}}};
+  return workbench::run_verify(argc, argv, spec, [&](workbench::VerifyRun& run) {
+    const auto& tokens = workbench::toy_sentence();
+    const std::size_t T = tokens.size();
+    const Tensor2 x = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
+
+    run.print("Your causal_mask(4) (Block A):");
+    run.print_matrix("causal_mask(4)", minimodel::causal_mask(4));
+    const Tensor2 mask = minimodel::causal_mask(T);
+    const Tensor2 expected_mask = xt::where(xt::triu(xt::ones<float>({T, T}), 1) > 0.5f,
+                                            minimodel::kMaskedScore, 0.0f);
+    run.check_max_abs_diff("causal_mask(8) is 0 on and below the diagonal, kMaskedScore above",
+                           workbench::max_abs_diff(mask, expected_mask), 0.0);
+
+    MultiHeadAttention mha(kDModel, kHeads, kSeed + 1);
+    const Tensor2 y = mha.forward(x, mask);
+    const minimodel::Tensor4 weights = mha.attention_weights();  // (1, H, T, T)
+    const float future_weight = xt::amax(xt::view(weights, 0) * xt::triu(xt::ones<float>({T, T}), 1))();
+    run.check("no weight on future tokens", future_weight == 0.0f, future_weight,
+              "largest weight above the diagonal = " + std::to_string(future_weight));
+    const Tensor2 row_sums = xt::sum(xt::view(weights, 0), {2});
+    run.check_max_abs_diff("every attention row sums to 1",
+                           workbench::max_abs_diff(row_sums, xt::ones<float>({kHeads, T})), 1e-5);
+
+    run.print("Perturbation: replace the last token \"" + tokens.back() + "\" with \"she\".");
+    auto changed_tokens = tokens;
+    changed_tokens.back() = "she";
+    const Tensor2 y_changed = mha.forward(workbench::embed_tokens(changed_tokens, kDModel, kSeed), mask);
+    auto earlier = xt::range(0, T - 1);
+    run.check_max_abs_diff("positions 0..T-2 are unchanged",
+                           workbench::max_abs_diff(xt::view(y_changed, earlier), xt::view(y, earlier)), 1e-6);
+    const double last_change = workbench::max_abs_diff(xt::view(y_changed, T - 1), xt::view(y, T - 1));
+    run.check("the last position does change", last_change > 1e-3, last_change,
+              "max |diff| at the last position = " + std::to_string(last_change));
+
+    run.print("Lab 01 still holds with the mask: H = 1 equals single_head_attention then W_O.");
+    MultiHeadAttention one_head(kDModel, 1, kSeed + 1);
+    const minimodel::AttentionResult head = minimodel::single_head_attention(
+        xt::linalg::dot(x, one_head.w_q()), xt::linalg::dot(x, one_head.w_k()),
+        xt::linalg::dot(x, one_head.w_v()), mask);
+    run.check_max_abs_diff("masked H = 1 output equals single_head_attention then W_O",
+                           workbench::max_abs_diff(one_head.forward(x, mask),
+                                                   xt::linalg::dot(head.output, one_head.w_o())),
+                           1e-5);
+
+    workbench::HeatmapFigure visual;
+    visual.title = "Lab 02: the causal mask and the masked attention of head 0";
+    const Tensor2 allowed = xt::where(mask < 0.0f, 0.0f, 1.0f);
+    visual.panels = {{allowed, "mask: 1 = may attend, 0 = masked"}, {xt::view(weights, 0, 0), "head 0 weights"}};
+    visual.grid_cols = 2;
+    visual.row_labels = visual.col_labels = tokens;
+    visual.colorbar_label = "mask value / attention weight";
+    workbench::render_heatmaps(run.artifact("mask_visual.png"), visual);
+
+    workbench::HeatmapFigure heads;
+    heads.title = "Lab 02: causal attention weights per head (H = 4, d_model = 64)";
+    for (std::size_t h = 0; h < kHeads; ++h)
+      heads.panels.push_back({xt::view(weights, 0, h), "head " + std::to_string(h)});
+    heads.grid_rows = heads.grid_cols = 2;
+    heads.row_labels = heads.col_labels = tokens;
+    workbench::render_heatmaps(run.artifact("heatmap.png"), heads);
+  });
+}

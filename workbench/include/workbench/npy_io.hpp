@@ -1,0 +1,40 @@
+#pragma once
+// .npy input and output for tests, verify programs and `workbook attend`, on top of xtensor's
+// npy support, which does not notice a truncated file by itself.
+#include <cstddef>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include "minimodel/shapes.hpp"
+
+namespace workbench {
+
+/// A .npy file that cannot be used; the message names the file and the reason.
+class NpyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Loads a little-endian float32, C-order .npy file of any rank.
+/// @throws NpyError if the file is missing, not .npy, truncated, or of another dtype or order.
+xt::xarray<float> load_npy_f32(const std::filesystem::path& path);
+
+/// Writes `values` as float32 .npy, atomically (temporary file, then rename).
+/// @throws NpyError if the file cannot be written.
+void save_npy_f32(const std::filesystem::path& path, const xt::xarray<float>& values);
+
+/// Copies a loaded array into a fixed-rank tensor.
+/// @throws NpyError naming `what` and the shape if the rank is not N.
+template <std::size_t N>
+xt::xtensor<float, N> to_rank(const xt::xarray<float>& values, const std::string& what) {
+  if (values.dimension() != N)
+    throw NpyError(what + " has shape " + minimodel::shape_of(values) + " but must have " +
+                   std::to_string(N) + " dimensions");
+  return xt::xtensor<float, N>(values);
+}
+
+}  // namespace workbench

@@ -1,0 +1,83 @@
+#pragma once
+// The frame of every verify program: options, printing, checks, artifacts and the manifest.
+//
+//   int main(int argc, char** argv) {
+//     return workbench::run_verify(argc, argv, {"01-multi-head-attention", seed, config},
+//                                  [](workbench::VerifyRun& run) { ... run.check(...) ... });
+//   }
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xtensor.hpp>
+
+namespace workbench {
+
+/// What a verify program is: its experiment folder name, its seed and its configuration.
+struct VerifySpec {
+  std::string experiment;  ///< "01-multi-head-attention": the folder under experiments/
+  std::uint64_t seed = 0;
+  nlohmann::json config;   ///< the lab's settings, copied into the manifest
+};
+
+/// One verify run. Everything printed through out() goes to stdout and into verify_output.txt.
+class VerifyRun {
+ public:
+  VerifyRun(VerifySpec spec, std::string implementation, std::filesystem::path out_dir);
+
+  /// Prints a line to stdout and keeps it for verify_output.txt.
+  void print(const std::string& line = "");
+
+  /// Prints "name (rows, cols) =" and the matrix, one row per line, to 5 decimals.
+  void print_matrix(const std::string& name, const xt::xtensor<float, 2>& matrix);
+
+  /// Records a numeric check: passes when |value| <= tolerance. Prints, e.g.,
+  /// "[PASS] H = 1 equivalence: max |diff| = 2.4e-08 (tolerance 1e-05)". Returns whether it passed.
+  bool check_max_abs_diff(const std::string& name, double max_abs_diff, double tolerance);
+
+  /// Records a check that is true or false, with the number it rests on. Returns `passed`.
+  bool check(const std::string& name, bool passed, double value, const std::string& detail);
+
+  /// Where an artifact called `filename` goes; the file is listed in the manifest and the summary.
+  std::filesystem::path artifact(const std::string& filename);
+
+  /// Writes verify_output.txt and manifest.json, prints where everything went, and returns the exit
+  /// status: 0 if every check passed, 1 otherwise.
+  int finish();
+
+  const std::string& implementation() const { return implementation_; }
+
+ private:
+  struct Check {
+    std::string name;
+    bool passed;
+    double value;
+    double tolerance;  // NaN for checks without one
+    std::string detail;
+  };
+
+  VerifySpec spec_;
+  std::string implementation_;
+  std::filesystem::path out_dir_;
+  std::ostringstream captured_;
+  std::vector<Check> checks_;
+  std::vector<std::filesystem::path> artifacts_;
+};
+
+/// max |a - b| over all elements; NaN if either holds a NaN.
+/// @throws std::invalid_argument naming both shapes if they differ.
+double max_abs_diff(const xt::xarray<float>& a, const xt::xarray<float>& b);
+
+/// Parses the common options (--out DIR, --help), runs `body`, and turns what escapes it into one
+/// line a learner can act on: a TODO stub names its lab and block (exit 1), a bad input or I/O
+/// failure says what failed (exit 2). verify_output.txt and manifest.json are written only when
+/// `body` completes.
+int run_verify(int argc, char** argv, const VerifySpec& spec,
+               const std::function<void(VerifyRun&)>& body);
+
+}  // namespace workbench
