@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
                            workbench::max_abs_diff(masked.weights, hand_masked), kTolerance);
 
     workbench::HeatmapFigure figure;
-    figure.title = "Lab 00: attention weights of the toy (left) and with token 1 masked for token 0";
-    figure.panels = {{result.weights, "no mask"}, {masked.weights, "mask"}};
+    figure.title = "Lab 00: the toy's attention weights";
+    figure.panels = {{result.weights, "no mask"}, {masked.weights, "token 1 hidden from token 0"}};
     figure.grid_cols = 2;
     figure.row_labels = figure.col_labels = {"token 0", "token 1"};
     workbench::render_heatmaps(run.artifact("attention_weights.png"), figure);

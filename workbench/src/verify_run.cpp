@@ -55,8 +55,13 @@ void VerifyRun::print_matrix(const std::string& name, const xt::xtensor<float, 2
   for (std::size_t i = 0; i < matrix.shape(0); ++i) {
     std::ostringstream row;
     row << "  [";
-    for (std::size_t j = 0; j < matrix.shape(1); ++j)
-      row << (j ? " " : "") << std::setw(11) << std::fixed << std::setprecision(5) << matrix(i, j);
+    for (std::size_t j = 0; j < matrix.shape(1); ++j) {
+      const float value = matrix(i, j);
+      // Mask values like -1e9 in scientific notation, so columns stay aligned.
+      if (std::abs(value) >= 1e5f) row << std::scientific << std::setprecision(1);
+      else row << std::fixed << std::setprecision(5);
+      row << (j ? " " : "") << std::setw(11) << value;
+    }
     print(row.str() + " ]");
   }
 }
