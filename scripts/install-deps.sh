@@ -9,7 +9,6 @@ packages=(
   libxtensor-dev xtl-dev libxtensor-blas-dev libopenblas-dev
   libgtest-dev nlohmann-json3-dev libcli11-dev
   libcairo2-dev fonts-dejavu-core
-  inotify-tools
 )
 [[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy)
 
