@@ -9,7 +9,7 @@ A maintainer's tool; CI never runs it. It draws random inputs, runs
 and compares Y (X's shape) and A ((H, T, T) for a 2-D X, (B, H, T, T) for a 3-D X) with
 nn.MultiheadAttention run in float64 on the same float32 inputs (scripts/make_fixtures.py's
 torch_mha, so the convention mapping is the fixtures' one). The cases cover batched and unbatched
-inputs, causal and not, T = 1, d_head = 1, H = 1 and large logits (x scaled by 30 to 100), with
+inputs, causal and not, T = 1, d_head = 1, H = 1 and large logits (W_Q and W_K scaled so that scores grow 30 to 100 times), with
 B in 1..4, T in 1..16, H in 1..8, d_head in 1..16 and d_model = H * d_head.
 
 Tolerance. The command computes in float32 and torch in float64, and the softmax's sensitivity
@@ -96,11 +96,14 @@ def draw_case(seed, index):
     case["scale"] = large_scale if case["large"] else 1.0
     d_model = case["H"] * case["d_head"]
     shape = (case["B"], case["T"], d_model) if case["batched"] else (case["T"], d_model)
-    x = rng.standard_normal(shape, dtype=np.float32) * np.float32(case["scale"])
+    x = rng.standard_normal(shape, dtype=np.float32)
     w_scale = np.float32(1.0 / np.sqrt(d_model))
     case["x"] = x
     case["w"] = [rng.standard_normal((d_model, d_model), dtype=np.float32) * w_scale
                  for _ in range(4)]
+    # Large logits: scale W_Q and W_K, so every score grows by `scale` while y stays O(1).
+    for role in (0, 1):
+        case["w"][role] *= np.float32(np.sqrt(case["scale"]))
     return case
 
 
@@ -173,7 +176,7 @@ def check_case(args, index, folder):
     tol_y = args.tolerance * k * max(1.0, float(np.max(np.abs(y_ref))))
 
     label = (f"case {index:3d}  x {shape_str(x.shape):13s} H {H} d_head {case['d_head']:2d}  "
-             f"{'causal' if causal else 'full  '}  x*{case['scale']:5.1f}  max|score| {k:8.1f}")
+             f"{'causal' if causal else 'full  '}  logits*{case['scale']:5.1f}  max|score| {k:8.1f}")
     status, _, stderr = run(attend_command(args.workbook, args.impl, paths, H, causal,
                                            y_path, attn_path))
     problem = None

@@ -67,6 +67,36 @@ TEST(SingleHeadAttention, MatchesTheHandExample) {
   EXPECT_TRUE(all_close(result.output, output, kTolerance));
 }
 
+TEST(SingleHeadAttention, MatchesAnExplicitComputationWithUnequalSizes) {
+  // T, S, d_head and d_v all differ, so dividing by the wrong size or adding the mask after the
+  // scaling's place cannot pass by accident as it can on the 2 x 2 toy.
+  const std::size_t T = 3, S = 5, d_head = 4, d_v = 2;
+  xt::random::seed(3);
+  const Tensor2 q = xt::random::randn<float>({T, d_head}), k = xt::random::randn<float>({S, d_head});
+  const Tensor2 v = xt::random::randn<float>({S, d_v});
+  Tensor2 mask = xt::zeros<float>({T, S});
+  mask(0, 4) = mask(2, 1) = kMaskedScore;
+  mask(1, 2) = -1.5f;  // a soft mask is added, not just tested for "masked"
+
+  xt::xarray<double> weights = xt::zeros<double>({T, S}), output = xt::zeros<double>({T, d_v});
+  for (std::size_t i = 0; i < T; ++i) {
+    double total = 0.0;
+    for (std::size_t j = 0; j < S; ++j) {
+      double score = 0.0;
+      for (std::size_t c = 0; c < d_head; ++c) score += double(q(i, c)) * double(k(j, c));
+      weights(i, j) = std::exp(score / std::sqrt(double(d_head)) + double(mask(i, j)));
+      total += weights(i, j);
+    }
+    for (std::size_t j = 0; j < S; ++j) {
+      weights(i, j) /= total;
+      for (std::size_t c = 0; c < d_v; ++c) output(i, c) += weights(i, j) * double(v(j, c));
+    }
+  }
+  const AttentionResult result = single_head_attention(q, k, v, mask);
+  EXPECT_TRUE(all_close(result.weights, weights, kTolerance));
+  EXPECT_TRUE(all_close(result.output, output, kTolerance));
+}
+
 TEST(SingleHeadAttention, HasTheDocumentedShapes) {
   xt::random::seed(1);
   const Tensor2 q = xt::random::randn<float>({3, 4});  // T = 3, d_head = 4

@@ -48,16 +48,16 @@ TEST(CausalMask, ChangingTheLastTokenLeavesEarlierOutputsUnchanged) {
   EXPECT_FALSE(all_close(xt::view(after, xt::all(), T - 1), xt::view(before, xt::all(), T - 1), 1e-3));
 }
 
-TEST(CausalMask, ChangingTokenTOnlyAffectsPositionsFromTOn) {
-  const std::size_t T = 7, d = 16, t = 3;
+TEST(CausalMask, ChangingOneTokenOnlyAffectsItsOwnAndLaterPositions) {
+  const std::size_t T = 7, d = 16, changed = 3;
   MultiHeadAttention mha(d, 2, 3);
   Tensor3 x = random_tokens(1, T, d, 4);
   const Tensor3 before = mha.forward(x, causal_mask(T));
-  xt::view(x, 0, t) *= -2.0f;
+  xt::view(x, 0, changed) *= -2.0f;
   const Tensor3 after = mha.forward(x, causal_mask(T));
   for (std::size_t i = 0; i < T; ++i) {
     const bool same = all_close(xt::view(after, 0, i), xt::view(before, 0, i), kCausalTolerance);
-    EXPECT_EQ(same, i < t) << "position " << i;
+    EXPECT_EQ(same, i < changed) << "position " << i;
   }
 }
 

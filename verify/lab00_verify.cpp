@@ -37,13 +37,13 @@ int main(int argc, char** argv) {
     const Tensor2 hand_weights = {{float(1 - p), float(p)}, {float(p), float(1 - p)}};
     const Tensor2 hand_output = {{float(2 * (1 - p)), float(3 * p)}, {float(2 * p), float(3 * (1 - p))}};
 
-    run.print("Step 3. Your softmax of each row (Block A).");
+    run.print("Step 3. softmax of each row (Block A).");
     const Tensor2 weights = minimodel::softmax(scaled);
     run.print_matrix("softmax", weights);
     run.check_max_abs_diff("softmax matches the hand weights", workbench::max_abs_diff(weights, hand_weights),
                            kTolerance);
 
-    run.print("Step 4. Your single_head_attention (Block B): weights and output = weights V.");
+    run.print("Step 4. single_head_attention (Block B): weights and output = weights V.");
     const minimodel::AttentionResult result = minimodel::single_head_attention(q, k, v);
     run.print_matrix("weights", result.weights);
     run.print_matrix("output", result.output);

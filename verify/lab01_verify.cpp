@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
                            workbench::max_abs_diff(y1, xt::linalg::dot(head.output, one_head.w_o())),
                            kTolerance);
 
-    run.print("Check 2. H = 4 heads over the sentence: " + std::to_string(tokens.size()) + " tokens.");
+    run.print("Checks 2-4. H = 4 heads over the sentence: " + std::to_string(tokens.size()) + " tokens.");
     MultiHeadAttention mha(kDModel, kHeads, kSeed + 1);
     const Tensor2 y = mha.forward(x);
     const minimodel::Tensor4& weights = mha.attention_weights();  // (1, H, T, T)

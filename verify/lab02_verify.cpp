@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     const std::size_t T = tokens.size();
     const Tensor2 x = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
 
-    run.print("Your causal_mask(4) (Block A):");
+    run.print("causal_mask(4) (Block A):");
     run.print_matrix("causal_mask(4)", minimodel::causal_mask(4));
     const Tensor2 mask = minimodel::causal_mask(T);
     const Tensor2 expected_mask = xt::where(xt::triu(xt::ones<float>({T, T}), 1) > 0.5f,
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     const minimodel::Tensor4 weights = mha.attention_weights();  // (1, H, T, T)
     const float future_weight = xt::amax(xt::view(weights, 0) * xt::triu(xt::ones<float>({T, T}), 1))();
     run.check("no weight on future tokens", future_weight == 0.0f, future_weight,
-              "largest weight above the diagonal = " + std::to_string(future_weight));
+              "largest weight above the diagonal = " + workbench::scientific(future_weight));
     const Tensor2 row_sums = xt::sum(xt::view(weights, 0), {2});
     run.check_max_abs_diff("every attention row sums to 1",
                            workbench::max_abs_diff(row_sums, xt::ones<float>({kHeads, T})), 1e-5);
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
                            workbench::max_abs_diff(xt::view(y_changed, earlier), xt::view(y, earlier)), 1e-6);
     const double last_change = workbench::max_abs_diff(xt::view(y_changed, T - 1), xt::view(y, T - 1));
     run.check("the last position does change", last_change > 1e-3, last_change,
-              "max |diff| at the last position = " + std::to_string(last_change));
+              "max |diff| at the last position = " + workbench::scientific(last_change));
 
     run.print("Lab 01 still holds with the mask: H = 1 equals single_head_attention then W_O.");
     MultiHeadAttention one_head(kDModel, 1, kSeed + 1);

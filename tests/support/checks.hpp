@@ -3,6 +3,7 @@
 // checks that demand std::invalid_argument with the shapes in its message.
 #include <cmath>
 #include <functional>
+#include <iomanip>
 #include <initializer_list>
 #include <sstream>
 #include <stdexcept>
@@ -14,6 +15,13 @@
 #include "minimodel/shapes.hpp"
 
 namespace minimodel::testing {
+
+/// 6 significant digits: enough to see a difference, short enough to read.
+inline std::string short_number(double value) {
+  std::ostringstream out;
+  out << std::setprecision(6) << value;
+  return out.str();
+}
 
 /// Passes when `actual` and `expected` have one shape and every element differs by at most
 /// `tolerance`; otherwise reports the max abs diff, the index where it occurs and both values.
@@ -38,8 +46,9 @@ template <class A, class E>
   const auto multi = xt::unravel_index(at, a.shape());
   for (std::size_t d = 0; d < multi.size(); ++d) index << (d ? ", " : "") << multi[d];
   return ::testing::AssertionFailure()
-         << "max |actual - expected| = " << worst << " > tolerance " << tolerance << " at ("
-         << index.str() << "): actual " << a.flat(at) << ", expected " << e.flat(at);
+         << "max |actual - expected| = " << short_number(worst) << " > tolerance "
+         << short_number(tolerance) << " at (" << index.str() << "): actual " << short_number(a.flat(at))
+         << ", expected " << short_number(e.flat(at));
 }
 
 /// Passes when `call` throws std::invalid_argument whose message contains every one of `parts`

@@ -27,12 +27,6 @@ std::string iso8601_now() {
   return out.str();
 }
 
-std::string scientific(double value) {
-  std::ostringstream out;
-  out << std::setprecision(2) << std::scientific << value;
-  return out.str();
-}
-
 // A learner's artifacts go to experiments/NN-name/; the reference's to a folder of its own inside
 // it, so a reference run never overwrites a learner's file.
 std::filesystem::path default_out_dir(const std::string& experiment, const std::string& impl) {
@@ -126,6 +120,12 @@ int VerifyRun::finish() {
   write_text_atomically(output, captured_.str());
   write_json_atomically(manifest_path, manifest);
   return all_passed ? 0 : 1;
+}
+
+std::string scientific(double value) {
+  std::ostringstream out;
+  out << std::setprecision(2) << std::scientific << value;
+  return out.str();
 }
 
 double max_abs_diff(const xt::xarray<float>& a, const xt::xarray<float>& b) {

@@ -15,7 +15,8 @@ namespace minimodel {
 namespace {
 
 void check_heads(const char* where, std::size_t d_model, std::size_t n_heads) {
-  if (n_heads == 0 || d_model % n_heads != 0)
+  if (n_heads == 0) throw std::invalid_argument(std::string(where) + ": n_heads must be at least 1");
+  if (d_model % n_heads != 0)
     throw std::invalid_argument(std::string(where) + ": d_model " + std::to_string(d_model) +
                                 " is not divisible by n_heads " + std::to_string(n_heads));
 }
@@ -65,11 +66,10 @@ MultiHeadAttention::MultiHeadAttention(Tensor2 w_q, Tensor2 w_k, Tensor2 w_v, Te
   if (w_q_.shape(0) != w_q_.shape(1))
     throw std::invalid_argument("MultiHeadAttention: w_q is " + shape_of(w_q_) +
                                 " but must be square (d_model, d_model)");
-  for (const Tensor2* w : {&w_k_, &w_v_, &w_o_})
+  for (const auto& [name, w] : {std::pair{"w_k", &w_k_}, {"w_v", &w_v_}, {"w_o", &w_o_}})
     if (w->shape() != w_q_.shape())
-      throw std::invalid_argument("MultiHeadAttention: w_q is " + shape_of(w_q_) +
-                                  " but another weight is " + shape_of(*w) +
-                                  "; all four must be (d_model, d_model)");
+      throw std::invalid_argument("MultiHeadAttention: w_q is " + shape_of(w_q_) + " but " + name +
+                                  " is " + shape_of(*w) + "; all four must be (d_model, d_model)");
   check_heads("MultiHeadAttention", w_q_.shape(0), n_heads);
 }
 

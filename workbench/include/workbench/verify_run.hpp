@@ -69,6 +69,9 @@ class VerifyRun {
   std::vector<std::filesystem::path> artifacts_;
 };
 
+/// "1.19e-07": how the verify programs print small numbers.
+std::string scientific(double value);
+
 /// max |a - b| over all elements; NaN if either holds a NaN.
 /// @throws std::invalid_argument naming both shapes if they differ.
 double max_abs_diff(const xt::xarray<float>& a, const xt::xarray<float>& b);
