@@ -45,6 +45,7 @@ script; it only reads the committed .npy files.
 """
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -197,6 +198,12 @@ def main():
         print(f"{name:24s} lab {lab}  x {shape(x):12s} W {shape(w_q):8s} H {n_heads}  "
               f"causal {'yes' if causal else 'no ':3s}  y {shape(y):12s} attn {shape(attn):14s} "
               f"max|score| {max_score:7.2f}  numpy-vs-torch dy {diff_y:.1e} dattn {diff_attn:.1e}")
+
+    # Labs 03 and later: each scripts/fixture_cases/labNN.py has generate(out_dir), which writes
+    # its own cases (it may import this module's helpers: `import make_fixtures`).
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    for module_path in sorted((Path(__file__).resolve().parent / "fixture_cases").glob("lab*.py")):
+        importlib.import_module(f"fixture_cases.{module_path.stem}").generate(args.out)
 
 
 if __name__ == "__main__":
