@@ -47,8 +47,10 @@ int main(int argc, char** argv) {
     const Tensor2 y = gpt2.forward(x);  // causal, as in GPT-2
     const minimodel::Tensor4 weights = gpt2.attention_weights();  // (1, H, T, T)
 
-    run.print("Checks 1-2. One fused c_attn (768 x 2304) equals lab 01's W_Q, W_K, W_V (768 x 768 each),");
-    run.print("its column blocks, with lab 02's causal mask and W_O = c_proj_weight (biases are zero at init).");
+    run.print("Checks 1-2. One fused c_attn (768 x 2304) equals lab 01's W_Q, W_K, W_V "
+              "(768 x 768 each),");
+    run.print("its column blocks, with lab 02's causal mask and W_O = c_proj_weight "
+              "(biases are zero at init).");
     const Tensor2& w = gpt2.c_attn_weight();
     minimodel::MultiHeadAttention separate(role_block(w, 0), role_block(w, 1), role_block(w, 2),
                                            gpt2.c_proj_weight(), kHeads);
@@ -63,14 +65,16 @@ int main(int argc, char** argv) {
     const std::size_t counted = gpt2.parameter_count();
     const std::size_t from_tensors = gpt2.c_attn_weight().size() + gpt2.c_attn_bias().size() +
                                      gpt2.c_proj_weight().size() + gpt2.c_proj_bias().size();
-    run.check("parameter count is 4 d_model^2 + 4 d_model", counted == formula && counted == from_tensors,
-              double(counted),
+    run.check("parameter count is 4 d_model^2 + 4 d_model",
+              counted == formula && counted == from_tensors, double(counted),
               "parameter_count() = " + std::to_string(counted) + ", tensors hold " +
-                  std::to_string(from_tensors) + ", 4 x 768^2 + 4 x 768 = " + std::to_string(formula));
+                  std::to_string(from_tensors) +
+                  ", 4 x 768^2 + 4 x 768 = " + std::to_string(formula));
 
     run.print("Checks 4-5. Causal weights of H = 12 heads over " + std::to_string(T) + " tokens: " +
               minimodel::shape_of(weights) + ".");
-    const float future_weight = xt::amax(xt::view(weights, 0) * xt::triu(xt::ones<float>({T, T}), 1))();
+    const float future_weight =
+        xt::amax(xt::view(weights, 0) * xt::triu(xt::ones<float>({T, T}), 1))();
     run.check("no weight on future tokens", future_weight == 0.0f, future_weight,
               "largest weight above the diagonal = " + workbench::scientific(future_weight));
     const Tensor2 row_sums = xt::sum(xt::view(weights, 0), {2});
@@ -85,7 +89,8 @@ int main(int argc, char** argv) {
     auto shifted_output = [&](std::size_t role) {
       Tensor1 bias = gpt2.c_attn_bias();
       xt::view(bias, xt::range(role * d, (role + 1) * d)) += extra;
-      GPT2Attention shifted(gpt2.c_attn_weight(), bias, gpt2.c_proj_weight(), gpt2.c_proj_bias(), kHeads);
+      GPT2Attention shifted(gpt2.c_attn_weight(), bias, gpt2.c_proj_weight(), gpt2.c_proj_bias(),
+                            kHeads);
       return Tensor2(shifted.forward(x));
     };
     run.check_max_abs_diff("a key bias leaves the output unchanged",
@@ -95,7 +100,8 @@ int main(int argc, char** argv) {
               "max |diff| = " + workbench::scientific(query_change));
 
     workbench::HeatmapFigure figure;
-    figure.title = "Lab 03: causal attention weights of GPT-2's 12 heads at initialisation (d_model = 768)";
+    figure.title =
+        "Lab 03: causal attention weights of GPT-2's 12 heads at initialisation (d_model = 768)";
     for (std::size_t h = 0; h < kHeads; ++h)
       figure.panels.push_back({xt::view(weights, 0, h), "head " + std::to_string(h)});
     figure.grid_rows = 3;

@@ -52,15 +52,17 @@ GPT2Attention::GPT2Attention(std::size_t d_model, std::size_t n_heads, std::uint
 
 GPT2Attention::GPT2Attention(Tensor2 c_attn_weight, Tensor1 c_attn_bias, Tensor2 c_proj_weight,
                              Tensor1 c_proj_bias, std::size_t n_heads)
-    : c_attn_weight_(std::move(c_attn_weight)), c_attn_bias_(std::move(c_attn_bias)),
-      c_proj_weight_(std::move(c_proj_weight)), c_proj_bias_(std::move(c_proj_bias)),
+    : c_attn_weight_(std::move(c_attn_weight)),
+      c_attn_bias_(std::move(c_attn_bias)),
+      c_proj_weight_(std::move(c_proj_weight)),
+      c_proj_bias_(std::move(c_proj_bias)),
       n_heads_(n_heads) {
   // c_attn_weight fixes d_model; every other tensor is checked against it.
   const std::size_t d = c_attn_weight_.shape(0);
   const std::string attn = "GPT2Attention: c_attn_weight is " + shape_of(c_attn_weight_);
   if (c_attn_weight_.shape(1) != 3 * d)
-    throw std::invalid_argument(attn + " but must be (d_model, 3 d_model) = (" +
-                                std::to_string(d) + ", " + std::to_string(3 * d) + ")");
+    throw std::invalid_argument(attn + " but must be (d_model, 3 d_model) = (" + std::to_string(d) +
+                                ", " + std::to_string(3 * d) + ")");
   if (c_attn_bias_.shape(0) != 3 * d)
     throw std::invalid_argument(attn + " but c_attn_bias is " + shape_of(c_attn_bias_) +
                                 "; it must be (3 d_model) = (" + std::to_string(3 * d) + ")");
@@ -94,8 +96,8 @@ QKV split_qkv(const Tensor3& fused) {
 // x: (B, T, d_model) -> (B, T, d_model); weights_: (B, H, T, T)
 Tensor3 GPT2Attention::forward(const Tensor3& x, bool causal) {
   if (x.shape(2) != d_model())
-    throw std::invalid_argument("GPT2Attention::forward: x is " + shape_of(x) +
-                                " but d_model is " + std::to_string(d_model()));
+    throw std::invalid_argument("GPT2Attention::forward: x is " + shape_of(x) + " but d_model is " +
+                                std::to_string(d_model()));
   const std::size_t B = x.shape(0), T = x.shape(1), H = n_heads_;
 
   // 1. One GEMM for all three roles: x @ c_attn_weight + c_attn_bias.
@@ -107,13 +109,14 @@ Tensor3 GPT2Attention::forward(const Tensor3& x, bool causal) {
   const Tensor4 v = split_heads(qkv.v, H);
 
   // 4. Every head of every sequence attends alone (lab 00), with lab 02's mask when causal.
-  const std::optional<Tensor2> mask = causal ? std::optional<Tensor2>(causal_mask(T)) : std::nullopt;
+  const std::optional<Tensor2> mask =
+      causal ? std::optional<Tensor2>(causal_mask(T)) : std::nullopt;
   Tensor4 context({B, H, T, d_model() / H});
   weights_ = Tensor4({B, H, T, T});
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t h = 0; h < H; ++h) {
-      AttentionResult head = single_head_attention(xt::view(q, b, h), xt::view(k, b, h),
-                                                   xt::view(v, b, h), mask);
+      AttentionResult head =
+          single_head_attention(xt::view(q, b, h), xt::view(k, b, h), xt::view(v, b, h), mask);
       xt::view(context, b, h) = head.output;    // (T, d_head)
       xt::view(weights_, b, h) = head.weights;  // (T, T)
     }
@@ -127,8 +130,8 @@ Tensor3 GPT2Attention::forward(const Tensor3& x, bool causal) {
 Tensor2 GPT2Attention::forward(const Tensor2& x, bool causal) {
   // Checked here so that the message names the 2-D shape the caller passed.
   if (x.shape(1) != d_model())
-    throw std::invalid_argument("GPT2Attention::forward: x is " + shape_of(x) +
-                                " but d_model is " + std::to_string(d_model()));
+    throw std::invalid_argument("GPT2Attention::forward: x is " + shape_of(x) + " but d_model is " +
+                                std::to_string(d_model()));
   const std::size_t T = x.shape(0), d = x.shape(1);
   Tensor3 batch = xt::reshape_view(x, std::array<std::size_t, 3>{1, T, d});
   Tensor3 y = forward(batch, causal);
