@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
 
     // The figure only: padded keys as NaN, so that the renderer leaves them light grey.
     workbench::HeatmapFigure figure;
-    figure.title = "Lab 06: decoder queries over padded encoder sequence 1 (grey: <pad>, weight 0, drawn as NaN)";
+    figure.title = "Lab 06: cross-attention over padded encoder sequence 1 (H = 4, d_model = 64)";
     for (std::size_t h = 0; h < kHeads; ++h) {
       Tensor2 panel = xt::view(weights, 1, h);  // (T, S)
       xt::view(panel, xt::all(), xt::range(S - kPadded, S)) = std::numeric_limits<float>::quiet_NaN();
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     figure.row_labels = decoder_tokens();
     figure.col_labels = encoder[1];
     figure.row_axis = "decoder query";
-    figure.col_axis = "encoder key";
+    figure.col_axis = "encoder key (grey: <pad>, weight 0, drawn as NaN)";
     figure.vmax = std::max(0.05f, xt::amax(weights)());
     workbench::render_heatmaps(run.artifact("heatmap.png"), figure);
   });
