@@ -50,7 +50,8 @@ MultiheadCrossAttention with_random_biases(std::size_t d, std::size_t H, int see
                                  dropout_seed);
 }
 
-BoolTensor2 padding(std::size_t B, std::size_t S, const std::vector<std::vector<std::size_t>>& keys) {
+BoolTensor2 padding(std::size_t B, std::size_t S,
+                    const std::vector<std::vector<std::size_t>>& keys) {
   BoolTensor2 mask = xt::zeros<bool>({B, S});
   for (std::size_t b = 0; b < keys.size(); ++b)
     for (std::size_t s : keys[b]) mask(b, s) = true;
@@ -92,7 +93,8 @@ Reference plain_loops(const MultiheadCrossAttention& m, const Tensor3& query, co
         std::vector<double> score(S, -std::numeric_limits<double>::infinity());
         double best = -std::numeric_limits<double>::infinity();
         for (std::size_t s = 0; s < S; ++s) {
-          const double added = attn_mask ? (*attn_mask)(attn_mask->shape(0) == 1 ? 0 : b, 0, t, s) : 0.0;
+          const double added =
+              attn_mask ? (*attn_mask)(attn_mask->shape(0) == 1 ? 0 : b, 0, t, s) : 0.0;
           if ((pad && (*pad)(b, s)) || added <= kMaskedScore) continue;
           double dot = 0.0;
           for (std::size_t e = 0; e < dh; ++e) dot += q(b, t, h * dh + e) * k(b, s, h * dh + e);
@@ -196,7 +198,9 @@ TEST(MultiheadCrossAttention, RejectsWeightsAndBiasesOfTheWrongShape) {
       [&] { MultiheadCrossAttention(square, square, wide, square, {}, {}, {}, {}, 2); },
       {"(8, 8)", "(8, 6)"}));
   EXPECT_TRUE(throws_invalid_argument(
-      [&] { MultiheadCrossAttention(square, square, square, square, bias, short_bias, bias, bias, 2); },
+      [&] {
+        MultiheadCrossAttention(square, square, square, square, bias, short_bias, bias, bias, 2);
+      },
       {"b_k", "(7)"}));
 }
 
@@ -233,18 +237,20 @@ TEST(RemovedKeys, UsesTheAttnMaskOfEachSequence) {
 TEST(RemovedKeys, RejectsMasksOfTheWrongShape) {
   CrossAttentionOptions bad_padding;
   bad_padding.key_padding_mask = BoolTensor2(xt::zeros<bool>({2, 5}));
-  EXPECT_TRUE(throws_invalid_argument([&] { removed_keys(bad_padding, 2, 4, 6); }, {"(2, 5)", "(2, 6)"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { removed_keys(bad_padding, 2, 4, 6); }, {"(2, 5)", "(2, 6)"}));
   CrossAttentionOptions bad_mask;
   bad_mask.attn_mask = Tensor4(xt::zeros<float>({1, 4, 4, 6}));  // a head axis is not allowed
-  EXPECT_TRUE(throws_invalid_argument([&] { removed_keys(bad_mask, 2, 4, 6); }, {"(1, 4, 4, 6)", "(2 or 1, 1, 4, 6)"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { removed_keys(bad_mask, 2, 4, 6); },
+                                      {"(1, 4, 4, 6)", "(2 or 1, 1, 4, 6)"}));
 }
 
 // ---- Block C: forward --------------------------------------------------------------------------
 
 TEST(MultiheadCrossAttention, KeepsTheShapesWhenQueriesAndKeysDifferInLength) {
   MultiheadCrossAttention m(16, 4, 0);
-  const AttentionOutput out = m.forward(random_tokens(2, 3, 16, 1), random_tokens(2, 7, 16, 2),
-                                        random_tokens(2, 7, 16, 3));
+  const AttentionOutput out =
+      m.forward(random_tokens(2, 3, 16, 1), random_tokens(2, 7, 16, 2), random_tokens(2, 7, 16, 3));
   EXPECT_EQ(out.output.shape(), (std::array<std::size_t, 3>{2, 3, 16}));
   ASSERT_TRUE(out.weights.has_value());
   EXPECT_EQ(out.weights->shape(), (std::array<std::size_t, 4>{2, 4, 3, 7}));
@@ -264,8 +270,9 @@ TEST(MultiheadCrossAttention, EveryUnmaskedRowSumsToOne) {
   MultiheadCrossAttention m = with_random_biases(32, 4, 20);
   CrossAttentionOptions options;
   options.key_padding_mask = padding(3, 9, {{}, {8}, {0, 1, 2}});
-  const AttentionOutput out = m.forward(random_tokens(3, 5, 32, 4) * 3.0f,  // peakier rows
-                                        random_tokens(3, 9, 32, 5), random_tokens(3, 9, 32, 6), options);
+  const AttentionOutput out =
+      m.forward(random_tokens(3, 5, 32, 4) * 3.0f,  // peakier rows
+                random_tokens(3, 9, 32, 5), random_tokens(3, 9, 32, 6), options);
   const Tensor3 row_sums = xt::sum(*out.weights, {3});
   EXPECT_TRUE(all_close(row_sums, xt::ones<float>({3, 4, 5}), kTolerance));
 }
@@ -277,14 +284,16 @@ TEST(MultiheadCrossAttention, PaddedKeysGetExactlyZeroWeight) {
   const Tensor3 kv = random_tokens(2, 6, 16, 8) * 10.0f;  // large scores must not leak through
   const AttentionOutput out = m.forward(random_tokens(2, 4, 16, 7), kv, kv, options);
   // Exactly 0, not merely small: exp(-inf) = 0 (or exp(-1e9 - max) underflows to 0).
-  EXPECT_TRUE(all_close(xt::view(*out.weights, 0, xt::all(), xt::all(), 0), xt::zeros<float>({4, 4}), 0.0));
+  EXPECT_TRUE(
+      all_close(xt::view(*out.weights, 0, xt::all(), xt::all(), 0), xt::zeros<float>({4, 4}), 0.0));
   EXPECT_TRUE(all_close(xt::view(*out.weights, 1, xt::all(), xt::all(), xt::range(4, 6)),
                         xt::zeros<float>({4, 4, 2}), 0.0));
 }
 
 TEST(MultiheadCrossAttention, PaddingEqualsDroppingThePaddedKeys) {
   MultiheadCrossAttention m = with_random_biases(16, 4, 40);
-  const Tensor3 q = random_tokens(2, 4, 16, 1), k = random_tokens(2, 6, 16, 2), v = random_tokens(2, 6, 16, 3);
+  const Tensor3 q = random_tokens(2, 4, 16, 1), k = random_tokens(2, 6, 16, 2),
+                v = random_tokens(2, 6, 16, 3);
   CrossAttentionOptions options;
   options.key_padding_mask = padding(2, 6, {{}, {4, 5}});
   const AttentionOutput padded = m.forward(q, k, v, options);
@@ -293,13 +302,15 @@ TEST(MultiheadCrossAttention, PaddingEqualsDroppingThePaddedKeys) {
   const Tensor3 v1 = xt::view(v, xt::range(1, 2), xt::range(0, 4));
   const AttentionOutput short_keys = m.forward(q1, k1, v1);
   EXPECT_TRUE(all_close(xt::view(padded.output, xt::range(1, 2)), short_keys.output, kTolerance));
-  EXPECT_TRUE(all_close(xt::view(*padded.weights, xt::range(1, 2), xt::all(), xt::all(), xt::range(0, 4)),
-                        *short_keys.weights, kTolerance));
+  EXPECT_TRUE(
+      all_close(xt::view(*padded.weights, xt::range(1, 2), xt::all(), xt::all(), xt::range(0, 4)),
+                *short_keys.weights, kTolerance));
 }
 
 TEST(MultiheadCrossAttention, MasksCombineAsInAPlainLoopReference) {
   MultiheadCrossAttention m = with_random_biases(8, 2, 50);
-  const Tensor3 q = random_tokens(2, 3, 8, 1), k = random_tokens(2, 5, 8, 2), v = random_tokens(2, 5, 8, 3);
+  const Tensor3 q = random_tokens(2, 3, 8, 1), k = random_tokens(2, 5, 8, 2),
+                v = random_tokens(2, 5, 8, 3);
   const BoolTensor2 pad = padding(2, 5, {{4}, {0}});
   Tensor4 per_sequence = xt::zeros<float>({2, 1, 3, 5});
   per_sequence(0, 0, 0, 1) = -1.5f;         // additive penalty
@@ -321,7 +332,8 @@ TEST(MultiheadCrossAttention, MasksCombineAsInAPlainLoopReference) {
 
 TEST(MultiheadCrossAttention, AFullyMaskedQueryGetsZeroWeightsAndOutputBo) {
   MultiheadCrossAttention m = with_random_biases(8, 2, 60);
-  const Tensor3 q = random_tokens(2, 3, 8, 1), k = random_tokens(2, 4, 8, 2), v = random_tokens(2, 4, 8, 3);
+  const Tensor3 q = random_tokens(2, 3, 8, 1), k = random_tokens(2, 4, 8, 2),
+                v = random_tokens(2, 4, 8, 3);
   CrossAttentionOptions options;
   options.key_padding_mask = padding(2, 4, {{0, 1, 2, 3}, {2, 3}});  // sequence 0: every key
   Tensor2 mask = xt::zeros<float>({3, 4});
@@ -369,8 +381,8 @@ TEST(MultiheadCrossAttention, TransformQkActsOnPerHeadQueriesAndKeysBeforeTheSco
   EXPECT_EQ(q_shape, (std::vector<std::size_t>{2, 4, 3, 4}));  // (B, H, T, d_head)
   EXPECT_EQ(k_shape, (std::vector<std::size_t>{2, 4, 5, 4}));  // (B, H, S, d_head)
   // Doubling the projected queries is doubling W_Q and b_q.
-  MultiheadCrossAttention doubled(m.w_q() * 2.0f, m.w_k(), m.w_v(), m.w_o(), Tensor1(*m.b_q() * 2.0f),
-                                  m.b_k(), m.b_v(), m.b_o(), 4);
+  MultiheadCrossAttention doubled(m.w_q() * 2.0f, m.w_k(), m.w_v(), m.w_o(),
+                                  Tensor1(*m.b_q() * 2.0f), m.b_k(), m.b_v(), m.b_o(), 4);
   const AttentionOutput expected = doubled.forward(q, kv, kv);
   EXPECT_TRUE(all_close(transformed.output, expected.output, kTolerance));
   EXPECT_TRUE(all_close(*transformed.weights, *expected.weights, kTolerance));
@@ -450,17 +462,22 @@ TEST(MultiheadCrossAttention, RejectsInputsOfTheWrongWidth) {
   MultiheadCrossAttention m(16, 4, 0);
   const Tensor3 good_q = xt::zeros<float>({2, 4, 16}), good_kv = xt::zeros<float>({2, 6, 16});
   const Tensor3 narrow_q = xt::zeros<float>({2, 4, 12}), narrow_kv = xt::zeros<float>({2, 6, 12});
-  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(narrow_q, good_kv, good_kv); }, {"query", "(2, 4, 12)", "16"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(good_q, narrow_kv, good_kv); }, {"key", "(2, 6, 12)", "16"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(good_q, good_kv, narrow_kv); }, {"value", "(2, 6, 12)", "16"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(narrow_q, good_kv, good_kv); },
+                                      {"query", "(2, 4, 12)", "16"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(good_q, narrow_kv, good_kv); },
+                                      {"key", "(2, 6, 12)", "16"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(good_q, good_kv, narrow_kv); },
+                                      {"value", "(2, 6, 12)", "16"}));
 }
 
 TEST(MultiheadCrossAttention, RejectsMismatchedBatchesAndLengths) {
   MultiheadCrossAttention m(16, 4, 0);
   const Tensor3 q = xt::zeros<float>({2, 4, 16}), kv = xt::zeros<float>({2, 6, 16});
   const Tensor3 other_batch = xt::zeros<float>({3, 6, 16}), shorter = xt::zeros<float>({2, 5, 16});
-  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(q, other_batch, other_batch); }, {"(2, 4, 16)", "(3, 6, 16)"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(q, kv, shorter); }, {"(2, 6, 16)", "(2, 5, 16)"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(q, other_batch, other_batch); },
+                                      {"(2, 4, 16)", "(3, 6, 16)"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { m.forward(q, kv, shorter); }, {"(2, 6, 16)", "(2, 5, 16)"}));
 }
 
 TEST(MultiheadCrossAttention, RejectsMasksOfTheWrongShape) {
@@ -468,7 +485,8 @@ TEST(MultiheadCrossAttention, RejectsMasksOfTheWrongShape) {
   const Tensor3 q = xt::zeros<float>({2, 4, 16}), kv = xt::zeros<float>({2, 6, 16});
   CrossAttentionOptions bad_padding;
   bad_padding.key_padding_mask = BoolTensor2(xt::zeros<bool>({2, 5}));
-  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(q, kv, kv, bad_padding); }, {"(2, 5)", "(2, 6, 16)"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(q, kv, kv, bad_padding); },
+                                      {"(2, 5)", "(2, 6, 16)"}));
   CrossAttentionOptions bad_mask;
   bad_mask.attn_mask = as_attn_mask(xt::zeros<float>({4, 5}));
   EXPECT_TRUE(throws_invalid_argument([&] { m.forward(q, kv, kv, bad_mask); },
@@ -479,8 +497,11 @@ TEST(MultiheadCrossAttention, RejectsATransformThatChangesShapes) {
   MultiheadCrossAttention m(16, 4, 0);
   const Tensor3 q = xt::zeros<float>({2, 4, 16}), kv = xt::zeros<float>({2, 6, 16});
   CrossAttentionOptions options;
-  options.transform_qk = [](Tensor4& per_head_q, Tensor4&) { per_head_q = xt::zeros<float>({2, 4, 4, 2}); };
-  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(q, kv, kv, options); }, {"transform_qk", "(2, 4, 4, 2)"}));
+  options.transform_qk = [](Tensor4& per_head_q, Tensor4&) {
+    per_head_q = xt::zeros<float>({2, 4, 4, 2});
+  };
+  EXPECT_TRUE(throws_invalid_argument([&] { m.forward(q, kv, kv, options); },
+                                      {"transform_qk", "(2, 4, 4, 2)"}));
 }
 
 // ---- Parity with torch.nn.MultiheadAttention (tests/fixtures/README.md) -------------------------
@@ -489,16 +510,19 @@ void expect_cross_matches_torch(const std::string& name) {
   SCOPED_TRACE("fixture " + name);
   const testing::Fixture fixture(name);
   const bool bias = fixture.meta().at("bias").get<bool>();
-  auto b = [&](const char* which) { return bias ? std::optional<Tensor1>(fixture.array<1>(which)) : std::nullopt; };
-  MultiheadCrossAttention m(fixture.array<2>("w_q"), fixture.array<2>("w_k"), fixture.array<2>("w_v"),
-                            fixture.array<2>("w_o"), b("b_q"), b("b_k"), b("b_v"), b("b_o"),
-                            fixture.meta().at("n_heads").get<std::size_t>());
+  auto b = [&](const char* which) {
+    return bias ? std::optional<Tensor1>(fixture.array<1>(which)) : std::nullopt;
+  };
+  MultiheadCrossAttention m(fixture.array<2>("w_q"), fixture.array<2>("w_k"),
+                            fixture.array<2>("w_v"), fixture.array<2>("w_o"), b("b_q"), b("b_k"),
+                            b("b_v"), b("b_o"), fixture.meta().at("n_heads").get<std::size_t>());
   CrossAttentionOptions options;
   const auto pad = workbench::load_npy_bool(std::filesystem::path(MINIMODEL_FIXTURES_DIR) / name /
                                             "key_padding_mask.npy");
   ASSERT_EQ(pad.dimension(), 2u);
   options.key_padding_mask = BoolTensor2(pad);
-  if (fixture.meta().at("attn_mask").get<bool>()) options.attn_mask = as_attn_mask(fixture.array<2>("attn_mask"));
+  if (fixture.meta().at("attn_mask").get<bool>())
+    options.attn_mask = as_attn_mask(fixture.array<2>("attn_mask"));
   const AttentionOutput out = m.forward(fixture.array<3>("query"), fixture.array<3>("key"),
                                         fixture.array<3>("value"), options);
   EXPECT_TRUE(all_close(out.output, fixture.array<3>("y"), kTorchTolerance));
@@ -506,9 +530,15 @@ void expect_cross_matches_torch(const std::string& name) {
   EXPECT_TRUE(all_close(*out.weights, fixture.array<4>("attn"), kTorchTolerance));
 }
 
-TEST(MultiheadCrossAttention, MatchesTorchWithKeyPadding) { expect_cross_matches_torch("cross_padding"); }
-TEST(MultiheadCrossAttention, MatchesTorchWithAnAttnMaskAndPadding) { expect_cross_matches_torch("cross_attn_mask"); }
-TEST(MultiheadCrossAttention, MatchesTorchWithoutBiases) { expect_cross_matches_torch("cross_no_bias"); }
+TEST(MultiheadCrossAttention, MatchesTorchWithKeyPadding) {
+  expect_cross_matches_torch("cross_padding");
+}
+TEST(MultiheadCrossAttention, MatchesTorchWithAnAttnMaskAndPadding) {
+  expect_cross_matches_torch("cross_attn_mask");
+}
+TEST(MultiheadCrossAttention, MatchesTorchWithoutBiases) {
+  expect_cross_matches_torch("cross_no_bias");
+}
 
 }  // namespace
 }  // namespace minimodel
