@@ -1,4 +1,5 @@
-// Tests of the workbench infrastructure: heatmap PNGs, atomic writes and environment facts.
+// Tests of the workbench infrastructure: heatmap PNGs, atomic writes, environment facts and
+// bool .npy loading.
 #include <cairo.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,12 +15,15 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
+#include <xtensor/xnpy.hpp>
 #include <xtensor/xtensor.hpp>
 #include <xtensor/xtensor_config.hpp>
 
 #include "workbench/heatmap.hpp"
 #include "workbench/manifest.hpp"
+#include "workbench/npy_io.hpp"
 
 namespace fs = std::filesystem;
 using workbench::HeatmapFigure;
@@ -459,4 +463,37 @@ TEST(EnvironmentFacts, VersionsComeFromTheHeadersThisWasBuiltWith) {
   EXPECT_EQ(v["cxx_standard"].get<std::string>().rfind("C++", 0), 0u) << v["cxx_standard"];
   const std::string compiler = v["compiler"];
   EXPECT_TRUE(compiler.rfind("GCC ", 0) == 0 || compiler.rfind("Clang ", 0) == 0) << compiler;
+}
+
+// ---- load_npy_bool (lab 06's key-padding masks) -------------------------------------------------
+
+class NpyBoolTest : public WorkbenchTest {
+ protected:
+  fs::path write(const std::string& name, const std::string& bytes) {
+    const fs::path path = dir_ / name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+};
+
+TEST_F(NpyBoolTest, ReadsNumpyBoolAndUint8) {
+  const xt::xarray<bool> mask = {{false, true, true}, {true, false, false}};
+  const xt::xarray<std::uint8_t> bytes = {{0, 1, 7}, {1, 0, 0}};  // nonzero is true
+  EXPECT_EQ(workbench::load_npy_bool(write("b1.npy", xt::dump_npy(mask))), mask);
+  EXPECT_EQ(workbench::load_npy_bool(write("u1.npy", xt::dump_npy(bytes))), mask);
+}
+
+TEST_F(NpyBoolTest, RejectsOtherDtypesAndTruncatedFiles) {
+  const xt::xarray<float> floats = {1.0f, 0.0f};
+  const std::string bools = xt::dump_npy(xt::xarray<bool>{true, false, true, false});
+  for (const auto& [name, bytes, expected] :
+       {std::tuple{"f4.npy", xt::dump_npy(floats), "<f4"},
+        std::tuple{"cut.npy", bools.substr(0, bools.size() - 2), "truncated"}}) {
+    try {
+      workbench::load_npy_bool(write(name, bytes));
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const workbench::NpyError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
 }

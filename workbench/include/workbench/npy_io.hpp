@@ -23,6 +23,11 @@ class NpyError : public std::runtime_error {
 /// @throws NpyError if the file is missing, not .npy, truncated, or of another dtype or order.
 xt::xarray<float> load_npy_f32(const std::filesystem::path& path);
 
+/// Loads a C-order .npy file of any rank holding numpy bool ('|b1') or uint8 ('|u1'); a nonzero
+/// byte is true. For masks, e.g. a key-padding mask (B, S) with true = ignore that key.
+/// @throws NpyError if the file is missing, not .npy, truncated, or of another dtype or order.
+xt::xarray<bool> load_npy_bool(const std::filesystem::path& path);
+
 /// Writes `values` as float32 .npy, atomically (temporary file, then rename).
 /// @throws NpyError if the file cannot be written.
 void save_npy_f32(const std::filesystem::path& path, const xt::xarray<float>& values);
