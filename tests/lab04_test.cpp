@@ -41,7 +41,8 @@ xt::xtensor<double, 2> row_means(const Tensor3& y) {
 }
 xt::xtensor<double, 2> row_variances(const Tensor3& y) {
   const xt::xtensor<double, 3> y64 = xt::cast<double>(y);
-  const xt::xtensor<double, 3> mean = xt::mean(y64, {2}, xt::keep_dims);  // evaluated: a lazy one is wrong in 0.24
+  const xt::xtensor<double, 3> mean =
+      xt::mean(y64, {2}, xt::keep_dims);  // evaluated: a lazy one is wrong in 0.24
   const xt::xtensor<double, 3> centred = y64 - mean;
   return xt::mean(centred * centred, {2});
 }
@@ -77,7 +78,8 @@ TEST(LayerNorm, AConstantRowBecomesZerosNotNaN) {
 TEST(LayerNorm, IgnoresTheShiftAndScaleOfARow) {
   const Tensor3 x = random_tokens(2, 4, 32, 3);
   // eps tiny, so that it does not weigh differently on variances 1 and 25. Rounding 5x + 10 to
-  // float32 moves each value by ~5e-7 on a spread of 5, i.e. ~1e-7 after normalising; 1e-5 bounds it.
+  // float32 moves each value by ~5e-7 on a spread of 5, i.e. ~1e-7 after normalising; 1e-5 bounds
+  // it.
   const float tiny_eps = 1e-12f;
   EXPECT_TRUE(all_close(layer_norm(x * 5.0f + 10.0f, tiny_eps), layer_norm(x, tiny_eps), 1e-5));
 }
@@ -85,12 +87,17 @@ TEST(LayerNorm, IgnoresTheShiftAndScaleOfARow) {
 TEST(LayerNorm, MatchesTorch) {
   const Fixture fixture("layer_norm");
   const float eps = fixture.meta().at("eps").get<float>();
-  EXPECT_TRUE(all_close(layer_norm(fixture.array<3>("x"), eps), fixture.array<3>("y"), kTorchTolerance));
+  EXPECT_TRUE(
+      all_close(layer_norm(fixture.array<3>("x"), eps), fixture.array<3>("y"), kTorchTolerance));
 }
 
 TEST(LayerNorm, RejectsAnEmptyRowAndANonPositiveEps) {
   EXPECT_TRUE(throws_invalid_argument([] { layer_norm(Tensor3({2, 3, 0})); }, {"(2, 3, 0)"}));
-  EXPECT_TRUE(throws_invalid_argument([] { layer_norm(xt::ones<float>({1, 2, 4}), 0.0f); }, {"eps"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [] {
+        layer_norm(xt::ones<float>({1, 2, 4}), 0.0f);
+      },
+      {"eps"}));
 }
 
 // ---- Block B: attention_block ------------------------------------------------------------------
@@ -98,7 +105,10 @@ TEST(LayerNorm, RejectsAnEmptyRowAndANonPositiveEps) {
 TEST(AttentionBlock, PostLnFeedsTheSublayerTheRawInput) {
   const Tensor3 x = random_tokens(2, 5, 16, 4) * 2.0f;
   std::optional<Tensor3> seen;
-  const auto twice = [&](const Tensor3& h) -> Tensor3 { seen = h; return 2.0f * h; };
+  const auto twice = [&](const Tensor3& h) -> Tensor3 {
+    seen = h;
+    return 2.0f * h;
+  };
   const Tensor3 y = attention_block(x, Norm::post_ln, twice);
   ASSERT_TRUE(seen.has_value()) << "the sublayer was not called";
   EXPECT_TRUE(all_close(*seen, x, 0.0));  // exact: x itself, not a function of it
@@ -110,7 +120,10 @@ TEST(AttentionBlock, PostLnFeedsTheSublayerTheRawInput) {
 TEST(AttentionBlock, PreLnFeedsTheSublayerTheNormalisedInput) {
   const Tensor3 x = random_tokens(2, 5, 16, 5) * 2.0f;
   std::optional<Tensor3> seen;
-  const auto twice = [&](const Tensor3& h) -> Tensor3 { seen = h; return 2.0f * h; };
+  const auto twice = [&](const Tensor3& h) -> Tensor3 {
+    seen = h;
+    return 2.0f * h;
+  };
   const Tensor3 y = attention_block(x, Norm::pre_ln, twice);
   ASSERT_TRUE(seen.has_value()) << "the sublayer was not called";
   // Exact: the block must hand over layer_norm(x) itself, computed by the same function.
@@ -123,17 +136,24 @@ TEST(AttentionBlock, CallsTheSublayerOnce) {
   const Tensor3 x = random_tokens(1, 3, 8, 6);
   for (const Norm norm : {Norm::post_ln, Norm::pre_ln}) {
     int calls = 0;
-    attention_block(x, norm, [&](const Tensor3& h) -> Tensor3 { ++calls; return h; });
+    attention_block(x, norm, [&](const Tensor3& h) -> Tensor3 {
+      ++calls;
+      return h;
+    });
     EXPECT_EQ(calls, 1) << (norm == Norm::post_ln ? "post-LN" : "pre-LN");
   }
 }
 
 TEST(AttentionBlock, RejectsASublayerThatChangesTheShape) {
   const Tensor3 x = xt::zeros<float>({2, 5, 16});
-  const auto narrow = [](const Tensor3& h) -> Tensor3 { return xt::view(h, xt::all(), xt::all(), xt::range(0, 8)); };
+  const auto narrow = [](const Tensor3& h) -> Tensor3 {
+    return xt::view(h, xt::all(), xt::all(), xt::range(0, 8));
+  };
   for (const Norm norm : {Norm::post_ln, Norm::pre_ln})
-    EXPECT_TRUE(throws_invalid_argument([&] { attention_block(x, norm, narrow); }, {"(2, 5, 8)", "(2, 5, 16)"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { attention_block(x, Norm::pre_ln, nullptr); }, {"sublayer"}));
+    EXPECT_TRUE(throws_invalid_argument([&] { attention_block(x, norm, narrow); },
+                                        {"(2, 5, 8)", "(2, 5, 16)"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { attention_block(x, Norm::pre_ln, nullptr); }, {"sublayer"}));
 }
 
 // ---- Block C: mha_block ------------------------------------------------------------------------
@@ -144,7 +164,8 @@ TEST(MhaBlock, IsAttentionBlockAroundMultiHeadAttention) {
   MultiHeadAttention mha(w.w_q, w.w_k, w.w_v, w.w_o, 4);
   const Tensor2 mask = causal_mask(6);
   for (const Norm norm : {Norm::post_ln, Norm::pre_ln}) {
-    const Tensor3 expected = attention_block(x, norm, [&](const Tensor3& h) { return mha.forward(h, mask); });
+    const Tensor3 expected =
+        attention_block(x, norm, [&](const Tensor3& h) { return mha.forward(h, mask); });
     // Exact: the same functions on the same inputs in the same order.
     EXPECT_TRUE(all_close(mha_block(x, w.w_q, w.w_k, w.w_v, w.w_o, 4, norm, mask), expected, 0.0))
         << (norm == Norm::post_ln ? "post-LN" : "pre-LN");
@@ -177,7 +198,8 @@ TEST(MhaBlock, PreLnWithZeroOutputProjectionIsTheIdentity) {
   // Exact: the attention output is a product with zeros, exactly 0, and x + 0 is x.
   EXPECT_TRUE(all_close(mha_block(x, w.w_q, w.w_k, w.w_v, w.w_o, 4, Norm::pre_ln), x, 0.0));
   // Post-LN has no identity path: with W_O = 0 it is layer_norm(x), not x. Same arithmetic: exact.
-  EXPECT_TRUE(all_close(mha_block(x, w.w_q, w.w_k, w.w_v, w.w_o, 4, Norm::post_ln), layer_norm(x), 0.0));
+  EXPECT_TRUE(
+      all_close(mha_block(x, w.w_q, w.w_k, w.w_v, w.w_o, 4, Norm::post_ln), layer_norm(x), 0.0));
 }
 
 TEST(MhaBlock, CausalBlockIgnoresLaterTokens) {
@@ -201,35 +223,42 @@ TEST(MhaBlock, CausalBlockIgnoresLaterTokens) {
 void expect_block_matches_torch(const std::string& name, Norm norm) {
   SCOPED_TRACE("fixture " + name);
   const Fixture fixture(name);
-  ASSERT_EQ(fixture.meta().at("norm").get<std::string>(), norm == Norm::post_ln ? "post_ln" : "pre_ln");
+  ASSERT_EQ(fixture.meta().at("norm").get<std::string>(),
+            norm == Norm::post_ln ? "post_ln" : "pre_ln");
   const Tensor3 x = fixture.array<3>("x");
-  const auto mask = fixture.meta().at("causal").get<bool>() ? std::optional<Tensor2>(causal_mask(x.shape(1)))
-                                                            : std::nullopt;
-  const Tensor3 y = mha_block(x, fixture.array<2>("w_q"), fixture.array<2>("w_k"), fixture.array<2>("w_v"),
-                              fixture.array<2>("w_o"), fixture.meta().at("n_heads").get<std::size_t>(),
-                              norm, mask);
+  const auto mask = fixture.meta().at("causal").get<bool>()
+                        ? std::optional<Tensor2>(causal_mask(x.shape(1)))
+                        : std::nullopt;
+  const Tensor3 y = mha_block(x, fixture.array<2>("w_q"), fixture.array<2>("w_k"),
+                              fixture.array<2>("w_v"), fixture.array<2>("w_o"),
+                              fixture.meta().at("n_heads").get<std::size_t>(), norm, mask);
   EXPECT_TRUE(all_close(y, fixture.array<3>("y"), kTorchTolerance));
 }
 
 TEST(MhaBlock, MatchesTorchPostLn) { expect_block_matches_torch("block_post_ln", Norm::post_ln); }
 TEST(MhaBlock, MatchesTorchPreLn) { expect_block_matches_torch("block_pre_ln", Norm::pre_ln); }
-TEST(MhaBlock, MatchesTorchPreLnCausal) { expect_block_matches_torch("block_pre_ln_causal", Norm::pre_ln); }
+TEST(MhaBlock, MatchesTorchPreLnCausal) {
+  expect_block_matches_torch("block_pre_ln_causal", Norm::pre_ln);
+}
 
 TEST(MhaBlock, RejectsWeightsOfTheWrongShape) {
   const Tensor3 x = xt::zeros<float>({2, 5, 16});
   const Tensor2 square = xt::zeros<float>({16, 16}), narrow = xt::zeros<float>({16, 8});
   EXPECT_TRUE(throws_invalid_argument(
-      [&] { mha_block(x, square, square, narrow, square, 4, Norm::pre_ln); }, {"w_v", "(16, 8)", "(2, 5, 16)"}));
+      [&] { mha_block(x, square, square, narrow, square, 4, Norm::pre_ln); },
+      {"w_v", "(16, 8)", "(2, 5, 16)"}));
   const Tensor2 small = xt::zeros<float>({8, 8});
-  EXPECT_TRUE(throws_invalid_argument(
-      [&] { mha_block(x, small, small, small, small, 4, Norm::post_ln); }, {"(8, 8)", "(2, 5, 16)"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { mha_block(x, small, small, small, small, 4, Norm::post_ln); },
+                              {"(8, 8)", "(2, 5, 16)"}));
 }
 
 TEST(MhaBlock, RejectsAMaskOfTheWrongShapeAndHeadsThatDoNotDivideDModel) {
   const Tensor3 x = xt::zeros<float>({2, 5, 16});
   const Tensor2 square = xt::zeros<float>({16, 16}), mask = xt::zeros<float>({5, 4});
   EXPECT_TRUE(throws_invalid_argument(
-      [&] { mha_block(x, square, square, square, square, 4, Norm::pre_ln, mask); }, {"(5, 4)", "(2, 5, 16)"}));
+      [&] { mha_block(x, square, square, square, square, 4, Norm::pre_ln, mask); },
+      {"(5, 4)", "(2, 5, 16)"}));
   EXPECT_TRUE(throws_invalid_argument(
       [&] { mha_block(x, square, square, square, square, 5, Norm::pre_ln); }, {"16", "5"}));
 }

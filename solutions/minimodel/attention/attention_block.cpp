@@ -37,8 +37,8 @@ Tensor3 layer_norm(const Tensor3& x, float eps) {
   const Tensor3 mean = xt::mean(x, {2}, xt::keep_dims);  // (B, T, 1)
   // 2. Centre first, then average the squares: the two-pass variance does not cancel
   //    catastrophically for rows with a large mean, as E[x^2] - E[x]^2 would.
-  const Tensor3 centred = x - mean;                                         // (B, T, d_model)
-  const Tensor3 var = xt::mean(centred * centred, {2}, xt::keep_dims);      // (B, T, 1), biased
+  const Tensor3 centred = x - mean;                                     // (B, T, d_model)
+  const Tensor3 var = xt::mean(centred * centred, {2}, xt::keep_dims);  // (B, T, 1), biased
   // 3. Normalise. eps keeps a constant row (var = 0) at 0 / sqrt(eps) = 0.
   return centred / xt::sqrt(var + eps);  // (B, T, d_model)
 }
@@ -74,7 +74,8 @@ Tensor3 mha_block(const Tensor3& x, const Tensor2& w_q, const Tensor2& w_k, cons
   // would only compare the weights with each other, and forward would name the sublayer's input.
   const std::size_t T = x.shape(1), d_model = x.shape(2);
   const std::string square = "(" + std::to_string(d_model) + ", " + std::to_string(d_model) + ")";
-  for (const auto& [name, w] : {std::pair{"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"w_o", &w_o}})
+  for (const auto& [name, w] :
+       {std::pair{"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"w_o", &w_o}})
     if (w->shape(0) != d_model || w->shape(1) != d_model)
       throw std::invalid_argument("mha_block: " + std::string(name) + " is " + shape_of(*w) +
                                   " but x is " + shape_of(x) +

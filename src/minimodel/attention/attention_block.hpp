@@ -12,7 +12,7 @@
 
 namespace minimodel {
 
-// ---- Lab 04: residual + LayerNorm ----------------------------------------------------------------
+// ---- Lab 04: residual + LayerNorm ---------------------------------------------------------------
 
 /// Where the LayerNorm sits: post-LN (Vaswani et al. 2017) or pre-LN (GPT-2).
 enum class Norm { post_ln, pre_ln };
