@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <vector>
-
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
@@ -165,29 +164,29 @@ int main(int argc, char** argv) {
 
     // ---- Figures ----
     workbench::LinePlot norm_plot;
-    norm_plot.title =
-        "Lab 04: residual-stream norm through 8 attention blocks (d_model = 64, H = 4)";
-    norm_plot.x_label = "layer (0 = input embedding)";
-    norm_plot.y_label = "mean over positions of ||x_t||";
+    norm_plot.title = "Lab 04: residual-stream norm, 8 blocks (d_model = 64, H = 4)";
+    norm_plot.x_label = "layer (0 = input embedding, i = after block i)";
+    norm_plot.y_label = "mean over positions of \u2016x_t\u2016\u2082";
     norm_plot.series = {{layer_index, post_norms, "post-LN: layer_norm(x + attn(x))"},
                         {layer_index, pre_norms, "pre-LN: x + attn(layer_norm(x))"}};
     workbench::render_line_plot(run.artifact("residual_norm.png"), norm_plot);
 
+    // Variance first, with the legend; the mean panel uses the same colours in the same order.
     std::vector<double> positions;
     for (std::size_t t = 0; t < T; ++t) positions.push_back(double(t));
     const std::string position_axis = "position (<bos> I work , you work , he)";
-    workbench::LinePlot mean_plot{"row mean", position_axis, "mean over d_model", {}, false};
-    mean_plot.series = {{positions, in.mean, "input x"},
-                        {positions, post.mean, "post-LN output"},
-                        {positions, pre.mean, "pre-LN output"}};
     workbench::LinePlot variance_plot{
         "row variance", position_axis, "variance over d_model", {}, false};
     variance_plot.series = {{positions, in.variance, "input x"},
                             {positions, post.variance, "post-LN output"},
                             {positions, pre.variance, "pre-LN output"}};
+    workbench::LinePlot mean_plot{
+        "row mean (colours as on the left)", position_axis, "mean over d_model", {}, false};
+    mean_plot.series = {
+        {positions, in.mean, ""}, {positions, post.mean, ""}, {positions, pre.mean, ""}};
     workbench::render_line_plots(
         run.artifact("position_stats.png"),
         "Lab 04: output rows of one block, post-LN vs pre-LN (d_model = 64, H = 4)",
-        {mean_plot, variance_plot});
+        {variance_plot, mean_plot});
   });
 }
