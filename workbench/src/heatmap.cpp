@@ -14,29 +14,37 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
-#include <memory>
-#include <sstream>
 #include <stdexcept>
-#include <system_error>
 
+#include "figure_drawing.hpp"
 #include "minimodel/shapes.hpp"
 
 namespace workbench {
 namespace {
 
-namespace fs = std::filesystem;
+using drawing::Canvas;
+using drawing::crisp;
+using drawing::draw_line;
+using drawing::draw_text;
+using drawing::format_ticks;
+using drawing::HAlign;
+using drawing::kAxisTitleSize;
+using drawing::kFigureTitleSize;
+using drawing::kFrame;
+using drawing::kGap;
+using drawing::kMargin;
+using drawing::kPanelTitleSize;
+using drawing::kTickLabelSize;
+using drawing::kTickLength;
+using drawing::kTickPad;
+using drawing::line_height;
+using drawing::max_width;
+using drawing::number;
+using drawing::Rgb;
+using drawing::text_width;
+using drawing::VAlign;
 
-// --- Layout constants, in pixels --------------------------------------------------------------
-constexpr const char* kFont = "DejaVu Sans";
-constexpr double kFigureTitleSize = 20;
-constexpr double kPanelTitleSize = 15;
-constexpr double kAxisTitleSize = 14;
-constexpr double kTickLabelSize = 13;
-constexpr double kMargin = 24;  // around the whole figure
-constexpr double kTickLength = 4;
-constexpr double kTickPad = 3;    // between a tick and its label
-constexpr double kGap = 8;        // between a block of labels and the next thing
+// --- Layout constants, in pixels (the shared ones are in figure_drawing.hpp) -------------------
 constexpr double kPanelGap = 36;  // between neighbouring panels, and before the colour bar
 constexpr double kColorbarWidth = 20;
 constexpr double kMinColorbarHeight = 160;  // room for 5 tick labels when matrices are flat
@@ -45,13 +53,7 @@ constexpr int kPanelSide = 320;  // a small matrix is drawn about this wide
 constexpr int kMaxCell = 48;     // so that a 2 x 2 matrix does not fill the screen
 constexpr double kMaxImageSide = 1900;
 constexpr int kColorbarTicks = 5;
-constexpr double kPi = 3.14159265358979323846;
 
-struct Rgb {
-  double r, g, b;
-};
-constexpr Rgb kText{0.10, 0.10, 0.10};
-constexpr Rgb kFrame{0.25, 0.25, 0.25};
 constexpr Rgb kNanGrey{0.85, 0.85, 0.85};
 
 // --- Colour map --------------------------------------------------------------------------------
@@ -94,85 +96,12 @@ Rgb value_colour(float value, const HeatmapFigure& figure) {
   return viridis((static_cast<double>(value) - vmin) / (vmax - vmin));
 }
 
-// --- Text ---------------------------------------------------------------------------------------
-
-enum class HAlign { left, center, right };
-enum class VAlign { top, middle };
-
-void set_font(cairo_t* cr, double size, bool bold = false) {
-  cairo_select_font_face(cr, kFont, CAIRO_FONT_SLANT_NORMAL,
-                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, size);
-}
-
-double text_width(cairo_t* cr, const std::string& text, double size, bool bold = false) {
-  set_font(cr, size, bold);
-  cairo_text_extents_t te;
-  cairo_text_extents(cr, text.c_str(), &te);
-  return te.x_advance;
-}
-
-/// Ascent + descent of the font: one line of text, whatever the characters.
-double line_height(cairo_t* cr, double size, bool bold = false) {
-  set_font(cr, size, bold);
-  cairo_font_extents_t fe;
-  cairo_font_extents(cr, &fe);
-  return fe.ascent + fe.descent;
-}
-
-/// Draws `text` anchored at (x, y), turned counter-clockwise by `degrees` around the anchor.
-/// Alignment uses the font's line box, not the ink, so labels share one baseline.
-void draw_text(cairo_t* cr, const std::string& text, double x, double y, double size, HAlign h,
-               VAlign v, double degrees = 0, bool bold = false) {
-  set_font(cr, size, bold);
-  cairo_text_extents_t te;
-  cairo_text_extents(cr, text.c_str(), &te);
-  cairo_font_extents_t fe;
-  cairo_font_extents(cr, &fe);
-  const double dx = h == HAlign::left ? 0 : h == HAlign::center ? -te.x_advance / 2 : -te.x_advance;
-  const double dy = v == VAlign::top ? fe.ascent : (fe.ascent - fe.descent) / 2;
-  cairo_save(cr);
-  cairo_translate(cr, x, y);
-  cairo_rotate(cr, -degrees * kPi / 180);
-  cairo_move_to(cr, dx, dy);
-  cairo_set_source_rgb(cr, kText.r, kText.g, kText.b);
-  cairo_show_text(cr, text.c_str());
-  cairo_restore(cr);
-}
-
-/// Shortest form of a number for a message: 1, 0.5, 1e-08.
-std::string number(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
+// --- Labels -------------------------------------------------------------------------------------
 
 std::vector<std::string> labels_or_indices(const std::vector<std::string>& labels, std::size_t n) {
   if (!labels.empty()) return labels;
   std::vector<std::string> out;
   for (std::size_t i = 0; i < n; ++i) out.push_back(std::to_string(i));
-  return out;
-}
-
-/// Colour-bar tick values, all with the same number of decimals: the fewest that show every tick
-/// exactly (0.00 0.25 0.50 0.75 1.00), but no more than show the step to 3 significant digits.
-std::vector<std::string> format_ticks(const std::vector<double>& ticks, double step) {
-  const int most = std::max(0, 2 - static_cast<int>(std::floor(std::log10(step))));
-  int decimals = 0;
-  for (; decimals < most; ++decimals) {
-    const double unit = std::pow(10.0, -decimals);
-    const bool exact = std::all_of(ticks.begin(), ticks.end(), [&](double t) {
-      return std::abs(std::round(t / unit) * unit - t) <= 1e-6 * step;
-    });
-    if (exact) break;
-  }
-  std::vector<std::string> out;
-  char buf[64];
-  for (double t : ticks) {
-    const bool zero = std::abs(t) < 0.5 * std::pow(10.0, -decimals);  // no "-0.00"
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, zero ? 0.0 : t);
-    out.emplace_back(buf);
-  }
   return out;
 }
 
@@ -238,12 +167,6 @@ std::size_t label_step(double pitch, double needed) {
   std::size_t step = 1;
   while (pitch * static_cast<double>(step) < needed) step *= 2;
   return step;
-}
-
-double max_width(cairo_t* cr, const std::vector<std::string>& texts, double size, bool bold) {
-  double w = 0;
-  for (const auto& t : texts) w = std::max(w, text_width(cr, t, size, bold));
-  return w;
 }
 
 /// Lays the figure out for a given cell size.
@@ -355,14 +278,6 @@ Layout make_layout(cairo_t* cr, const HeatmapFigure& figure) {
 
 // --- Drawing ------------------------------------------------------------------------------------
 
-void draw_line(cairo_t* cr, double x0, double y0, double x1, double y1) {
-  cairo_move_to(cr, x0, y0);
-  cairo_line_to(cr, x1, y1);
-}
-
-/// Snaps a coordinate to a pixel centre, so 1-pixel lines are crisp.
-double crisp(double v) { return std::floor(v) + 0.5; }
-
 void draw_panel(cairo_t* cr, const HeatmapFigure& figure, const HeatmapPanel& panel,
                 const Layout& lay, double slot_x, double slot_y) {
   const double c = lay.cell;
@@ -467,34 +382,20 @@ void draw_colorbar(cairo_t* cr, const HeatmapFigure& figure, const Layout& lay) 
   }
 }
 
-struct SurfaceDeleter {
-  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
-};
-struct ContextDeleter {
-  void operator()(cairo_t* cr) const { cairo_destroy(cr); }
-};
-using Surface = std::unique_ptr<cairo_surface_t, SurfaceDeleter>;
-using Context = std::unique_ptr<cairo_t, ContextDeleter>;
-
 }  // namespace
 
 void render_heatmaps(const std::filesystem::path& png, const HeatmapFigure& figure) {
   validate(figure);
 
-  // Text must be measured before the image size is known, so measure on a 1 x 1 scratch surface.
+  // Text must be measured before the image size is known, so measure on a 1 x 1 scratch canvas.
   Layout lay;
   {
-    Surface scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
-    Context cr(cairo_create(scratch.get()));
-    lay = make_layout(cr.get(), figure);
+    const Canvas scratch(1, 1);
+    lay = make_layout(scratch.cr(), figure);
   }
 
-  Surface surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, lay.width, lay.height));
-  Context context(cairo_create(surface.get()));
-  cairo_t* cr = context.get();
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
-
+  const Canvas canvas(lay.width, lay.height);
+  cairo_t* cr = canvas.cr();
   for (std::size_t p = 0; p < figure.panels.size(); ++p) {
     const double slot_x = lay.grid_x + lay.slot_w * static_cast<double>(p % figure.grid_cols);
     const double slot_y = lay.grid_y + lay.slot_h * static_cast<double>(p / figure.grid_cols);
@@ -504,34 +405,7 @@ void render_heatmaps(const std::filesystem::path& png, const HeatmapFigure& figu
   if (!figure.title.empty())
     draw_text(cr, figure.title, lay.width / 2.0, kMargin, kFigureTitleSize, HAlign::center,
               VAlign::top, 0, true);
-
-  const cairo_status_t drawn = cairo_status(cr);
-  if (drawn != CAIRO_STATUS_SUCCESS)
-    throw std::runtime_error("render_heatmaps: cannot draw " + png.string() + ": " +
-                             cairo_status_to_string(drawn));
-
-  // Write beside the target and rename, so a reader never sees half a PNG.
-  std::error_code ec;
-  if (png.has_parent_path()) {
-    fs::create_directories(png.parent_path(), ec);
-    if (ec)
-      throw std::runtime_error("render_heatmaps: cannot create the folder for " + png.string() +
-                               ": " + ec.message());
-  }
-  fs::path tmp = png;
-  tmp += ".tmp";
-  const cairo_status_t written = cairo_surface_write_to_png(surface.get(), tmp.c_str());
-  if (written != CAIRO_STATUS_SUCCESS) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error("render_heatmaps: cannot write " + png.string() + ": " +
-                             cairo_status_to_string(written));
-  }
-  fs::rename(tmp, png, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw std::runtime_error("render_heatmaps: cannot write " + png.string() + ": " + ec.message());
-  }
+  canvas.write_png(png, "render_heatmaps");
 }
 
 }  // namespace workbench

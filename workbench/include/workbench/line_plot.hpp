@@ -7,7 +7,8 @@
 
 namespace workbench {
 
-/// One line of a plot: y[i] drawn at x[i], with a marker at every point.
+/// One line of a plot: y[i] drawn at x[i], in the given order, with a marker at every point
+/// (unless the points are too dense for markers to tell them apart, e.g. a long loss curve).
 struct LineSeries {
   std::vector<double> x;
   std::vector<double> y;
@@ -23,14 +24,21 @@ struct LinePlot {
   bool log_y = false;  ///< logarithmic y axis; every y must then be > 0
 };
 
-/// Renders a single plot (1 panel) to `png`, atomically (temporary file, then rename).
-/// Axis ranges cover all points with a small margin; ticks are round numbers.
+/// Renders a single plot (1 panel) to `png`, atomically (temporary file, then rename); the plot's
+/// title is the figure title. About 800 x 500 px, wider when the legend has to go outside.
+/// Axis ranges cover all points with a small margin; ticks are round numbers (whole numbers when
+/// every x is one), or decades labelled 1e-02 on a log_y axis. Each series has its own colour
+/// (matplotlib's tab10); labelled series get a legend inside the first corner of the plot area
+/// where it hides no data, else to the right of it.
 /// @throws std::invalid_argument if there is no series, a series is empty, its x and y differ in
 ///         length, a value is not finite, or log_y meets y <= 0; std::runtime_error if the file
 ///         cannot be written.
 void render_line_plot(const std::filesystem::path& png, const LinePlot& plot);
 
-/// Renders several plots side by side (1 row, plots.size() panels) into one PNG.
+/// Renders several plots side by side (1 row, plots.size() panels, about 560 px wide each) into
+/// one PNG, under the figure `title`; each plot's title is its panel's title.
+/// @throws std::invalid_argument if `plots` is empty or a plot is invalid as above (the message
+///         names the plot); std::runtime_error if the file cannot be written.
 void render_line_plots(const std::filesystem::path& png, const std::string& title,
                        const std::vector<LinePlot>& plots);
 
