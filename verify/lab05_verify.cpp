@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
 
     run.print("Check 2. Rotations keep the length of every pair (2k, 2k+1).");
     const Tensor2 rotated = rope.apply(x, Positions{0, 7, 19, 33, 50, 63});
-    auto pair_norms = [](const Tensor2& a) -> Tensor2 {
+    auto pair_norms = [&](const Tensor2& a) -> Tensor2 {
       auto even = xt::view(a, xt::all(), xt::range(0, kDHead, 2));
       auto odd = xt::view(a, xt::all(), xt::range(1, kDHead, 2));
       return xt::sqrt(even * even + odd * odd);
@@ -90,13 +90,13 @@ int main(int argc, char** argv) {
     run.check_max_abs_diff("e_0, e_2, ..., e_14 rotated at position 5 (not rotate-half)",
                            workbench::max_abs_diff(rope.apply(basis, at_five), expected), 1e-7);
 
-    run.print("Check 4. The score q.k after rotation depends only on the offset n - m.");
+    run.print("Checks 4-5. The score q.k after rotation depends only on the offset n - m.");
     const Tensor2 q = normal_rows(1, kDHead, kSeed + 3), k = normal_rows(1, kDHead, kSeed + 4);
     auto score = [&](std::int64_t m, std::int64_t n) {
       return double(xt::sum(rope.apply(q, Positions{m}) * rope.apply(k, Positions{n}))());
     };
     workbench::LineSeries plain{{}, {}, "query at m, key at n = m + offset"};
-    workbench::LineSeries shifted{{}, {}, "both shifted by +10"};
+    workbench::LineSeries shifted{{}, {}, "both shifted by +10 (on top: the curves coincide)"};
     double worst = 0.0;
     for (std::int64_t offset = -kMaxOffset; offset <= kMaxOffset; ++offset) {
       const std::int64_t m = std::max<std::int64_t>(0, -offset), n = m + offset;
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
               "scores range from " + workbench::scientific(*lowest) + " to " +
                   workbench::scientific(*highest));
 
-    run.print("Checks 5-7. Causal self-attention with RoPE over the sentence, H = 4, d_model = 64.");
+    run.print("Checks 6-8. Causal self-attention with RoPE over the sentence, H = 4, d_model = 64.");
     const auto& tokens = workbench::toy_sentence();
     const std::size_t T = tokens.size();
     const Tensor2 embedded = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
                            workbench::max_abs_diff(xt::view(y_changed, 0, earlier), xt::view(at_start.output, 0, earlier)),
                            1e-6);
 
-    run.print("Check 8. A position outside the table is rejected.");
+    run.print("Check 9. A position outside the table is rejected.");
     std::string message = "nothing was thrown";
     bool rejected = false;
     try {
@@ -163,13 +163,14 @@ int main(int argc, char** argv) {
     workbench::render_line_plot(run.artifact("score_vs_offset.png"), plot);
 
     workbench::HeatmapFigure frequencies;
-    frequencies.title = "Lab 05: cos(pos \u00b7 theta^(\u22122k/16)), theta 10000";
-    frequencies.panels = {{rope.cos_table(), "cos table (64 positions \u00d7 8 pairs)"}};
+    frequencies.title = "Lab 05: RoPE rotation tables, angle = pos \u00b7 10000^(\u22122k/16)";
+    frequencies.panels = {{rope.cos_table(), "cos(angle)"}, {rope.sin_table(), "sin(angle)"}};
+    frequencies.grid_cols = 2;
     frequencies.row_axis = "position";
     frequencies.col_axis = "pair index k";
     frequencies.vmin = -1.0f;
     frequencies.vmax = 1.0f;
-    frequencies.colorbar_label = "cos(angle)";
+    frequencies.colorbar_label = "cos or sin of the angle";
     workbench::render_heatmaps(run.artifact("frequencies.png"), frequencies);
   });
 }
