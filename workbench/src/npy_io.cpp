@@ -31,7 +31,8 @@ xt::xarray<std::int64_t> load_npy_i64(const std::filesystem::path& path) {
     // As load_npy_f32: check the stream after reading, and let cast<> check the dtype.
     auto file = xt::detail::load_npy_file(stream);
     if (!stream) throw NpyError(path.string() + ": file is truncated");
-    return xt::xarray<std::int64_t>(std::move(file).cast<std::int64_t, xt::layout_type::row_major>());
+    return xt::xarray<std::int64_t>(
+        std::move(file).cast<std::int64_t, xt::layout_type::row_major>());
   } catch (const NpyError&) {
     throw;
   } catch (const std::exception& e) {
