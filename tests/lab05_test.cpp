@@ -66,7 +66,7 @@ double angle(double theta, std::size_t d_head, std::size_t pos, std::size_t k) {
   return double(pos) * std::pow(theta, -2.0 * double(k) / double(d_head));
 }
 
-// ---- Block A: the tables -----------------------------------------------------------------------
+// ---- Block A: the tables ------------------------------------------------------------------------
 
 TEST(RotaryPositionalEmbedding, TablesHoldCosAndSinOfPositionTimesTheFrequencyLadder) {
   const RotaryPositionalEmbedding rope(kTheta, kDHead, kMaxSeqLen);
@@ -89,15 +89,19 @@ TEST(RotaryPositionalEmbedding, TablesHoldCosAndSinOfPositionTimesTheFrequencyLa
 }
 
 TEST(RotaryPositionalEmbedding, RejectsABadConfiguration) {
-  EXPECT_TRUE(throws_invalid_argument([] { RotaryPositionalEmbedding(kTheta, 7, 8); }, {"d_head", "7"}));
-  EXPECT_TRUE(throws_invalid_argument([] { RotaryPositionalEmbedding(kTheta, 0, 8); }, {"d_head", "0"}));
-  EXPECT_TRUE(throws_invalid_argument([] { RotaryPositionalEmbedding(0.0f, 8, 8); }, {"theta", "0"}));
-  EXPECT_TRUE(throws_invalid_argument([] { RotaryPositionalEmbedding(-1.0f, 8, 8); }, {"theta", "-1"}));
-  EXPECT_TRUE(throws_invalid_argument([] { RotaryPositionalEmbedding(kTheta, 8, 0); }, {"max_seq_len"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([] { RotaryPositionalEmbedding(kTheta, 7, 8); }, {"d_head", "7"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([] { RotaryPositionalEmbedding(kTheta, 0, 8); }, {"d_head", "0"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([] { RotaryPositionalEmbedding(0.0f, 8, 8); }, {"theta", "0"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([] { RotaryPositionalEmbedding(-1.0f, 8, 8); }, {"theta", "-1"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([] { RotaryPositionalEmbedding(kTheta, 8, 0); }, {"max_seq_len"}));
 }
 
-// ---- Block B: rotate -----------------------------------------------------------------------------
-
+// ---- Block B: rotate ----------------------------------------------------------------------------
 TEST(RotaryPositionalEmbedding, PositionZeroIsTheIdentity) {
   const RotaryPositionalEmbedding rope(kTheta, kDHead, kMaxSeqLen);
   const Tensor2 x = random_rows(5, kDHead, 1);
@@ -132,13 +136,16 @@ TEST(RotaryPositionalEmbedding, PairsAreInterleavedNotRotateHalf) {
     Tensor2 e_even = xt::zeros<float>({std::size_t{1}, kDHead}), e_odd = e_even;
     e_even(0, 2 * k) = 1.0f;
     e_odd(0, 2 * k + 1) = 1.0f;
-    Tensor2 expected_even = xt::zeros<float>({std::size_t{1}, kDHead}), expected_odd = expected_even;
+    Tensor2 expected_even = xt::zeros<float>({std::size_t{1}, kDHead}),
+            expected_odd = expected_even;
     expected_even(0, 2 * k) = static_cast<float>(std::cos(a));
     expected_even(0, 2 * k + 1) = static_cast<float>(std::sin(a));
     expected_odd(0, 2 * k) = static_cast<float>(-std::sin(a));
     expected_odd(0, 2 * k + 1) = static_cast<float>(std::cos(a));
-    EXPECT_TRUE(all_close(rope.apply(e_even, at_p), expected_even, kTableTolerance)) << "e_" << 2 * k;
-    EXPECT_TRUE(all_close(rope.apply(e_odd, at_p), expected_odd, kTableTolerance)) << "e_" << 2 * k + 1;
+    EXPECT_TRUE(all_close(rope.apply(e_even, at_p), expected_even, kTableTolerance))
+        << "e_" << 2 * k;
+    EXPECT_TRUE(all_close(rope.apply(e_odd, at_p), expected_odd, kTableTolerance))
+        << "e_" << 2 * k + 1;
   }
 }
 
@@ -173,7 +180,8 @@ TEST(RotaryPositionalEmbedding, UsesThePositionsNotTheRowIndex) {
   for (std::size_t t = 0; t < 3; ++t) {
     const std::int64_t p = std::array<std::int64_t, 3>{9, 2, 40}[t];
     const Tensor2 row = xt::view(x, xt::range(t, t + 1));
-    EXPECT_TRUE(all_close(xt::view(y, xt::range(t, t + 1)), rope.apply(row, Positions{p}), 0.0)) << "t=" << t;
+    EXPECT_TRUE(all_close(xt::view(y, xt::range(t, t + 1)), rope.apply(row, Positions{p}), 0.0))
+        << "t=" << t;
   }
 }
 
@@ -186,36 +194,60 @@ TEST(RotaryPositionalEmbedding, FourDimensionalApplyRotatesEveryBatchElementAndH
   ASSERT_EQ(y.shape(), x.shape());
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t h = 0; h < 3; ++h)
-      EXPECT_TRUE(all_close(xt::view(y, b, h), rope.apply(Tensor2(xt::view(x, b, h)), positions), 0.0))
+      EXPECT_TRUE(
+          all_close(xt::view(y, b, h), rope.apply(Tensor2(xt::view(x, b, h)), positions), 0.0))
           << "b=" << b << " h=" << h;
 }
 
 TEST(RotaryPositionalEmbedding, RejectsPositionsOutsideTheTable) {
   const RotaryPositionalEmbedding rope(kTheta, 8, kMaxSeqLen);
   const Tensor2 x = xt::zeros<float>({3, 8});
-  EXPECT_TRUE(throws_invalid_argument([&] { rope.apply(x, Positions{0, 1, 64}); }, {"64", "max_seq_len", "positions[2]"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { rope.apply(x, Positions{0, -1, 2}); }, {"-1", "positions[1]"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        rope.apply(x, Positions{0, 1, 64});
+      },
+      {"64", "max_seq_len", "positions[2]"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        rope.apply(x, Positions{0, -1, 2});
+      },
+      {"-1", "positions[1]"}));
   const Tensor4 x4 = xt::zeros<float>({1, 2, 3, 8});
-  EXPECT_TRUE(throws_invalid_argument([&] { rope.apply(x4, Positions{70, 1, 2}); }, {"70", "max_seq_len"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        rope.apply(x4, Positions{70, 1, 2});
+      },
+      {"70", "max_seq_len"}));
 }
 
 TEST(RotaryPositionalEmbedding, RejectsInputThatIsNotTByDHead) {
   const RotaryPositionalEmbedding rope(kTheta, 8, kMaxSeqLen);
   const Positions five = {0, 1, 2, 3, 4};
-  EXPECT_TRUE(throws_invalid_argument([&] { rope.apply(Tensor2(xt::zeros<float>({5, 6})), five); }, {"(5, 6)", "8"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { rope.apply(Tensor2(xt::zeros<float>({4, 8})), five); }, {"(4, 8)", "(5)"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { rope.apply(Tensor4(xt::zeros<float>({2, 3, 5, 6})), five); },
-                                      {"(2, 3, 5, 6)", "8"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        rope.apply(Tensor2(xt::zeros<float>({5, 6})), five);
+      },
+      {"(5, 6)", "8"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        rope.apply(Tensor2(xt::zeros<float>({4, 8})), five);
+      },
+      {"(4, 8)", "(5)"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        rope.apply(Tensor4(xt::zeros<float>({2, 3, 5, 6})), five);
+      },
+      {"(2, 3, 5, 6)", "8"}));
 }
 
-// ---- Block C: causal self-attention with RoPE ----------------------------------------------------
-
+// ---- Block C: causal self-attention with RoPE ---------------------------------------------------
 TEST(RopeSelfAttention, AllPositionsZeroEqualsLab02CausalAttention) {
   const std::size_t B = 2, T = 5, d = 16, H = 2;
   const auto [w_q, w_k, w_v, w_o] = random_weights(d, 10);
   const Tensor3 x = random_tokens(B, T, d, 11);
   const RotaryPositionalEmbedding rope(kTheta, d / H, kMaxSeqLen);
-  const MultiHeadResult result = rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, xt::zeros<std::int64_t>({T}));
+  const MultiHeadResult result =
+      rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, xt::zeros<std::int64_t>({T}));
   MultiHeadAttention mha(w_q, w_k, w_v, w_o, H);
   EXPECT_TRUE(all_close(result.output, mha.forward(x, causal_mask(T)), kTolerance));
   EXPECT_TRUE(all_close(result.weights, mha.attention_weights(), kTolerance));
@@ -229,8 +261,10 @@ TEST(RopeSelfAttention, ValuesAreNotRotated) {
   const Tensor2 zero = xt::zeros<float>({d, d});
   const Tensor3 x = random_tokens(B, T, d, 13);
   const RotaryPositionalEmbedding rope(kTheta, d / H, kMaxSeqLen);
-  const Tensor3 at_start = rope_self_attention(x, zero, zero, w_v, w_o, H, rope, range_of_positions(0, T)).output;
-  const Tensor3 later = rope_self_attention(x, zero, zero, w_v, w_o, H, rope, range_of_positions(30, T)).output;
+  const Tensor3 at_start =
+      rope_self_attention(x, zero, zero, w_v, w_o, H, rope, range_of_positions(0, T)).output;
+  const Tensor3 later =
+      rope_self_attention(x, zero, zero, w_v, w_o, H, rope, range_of_positions(30, T)).output;
   EXPECT_TRUE(all_close(later, at_start, 0.0));
 }
 
@@ -239,13 +273,16 @@ TEST(RopeSelfAttention, ShiftingEveryPositionLeavesTheOutputUnchanged) {
   const auto [w_q, w_k, w_v, w_o] = random_weights(d, 14);
   const Tensor3 x = random_tokens(B, T, d, 15);
   const RotaryPositionalEmbedding rope(kTheta, d / H, kMaxSeqLen);
-  const MultiHeadResult at_start = rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, range_of_positions(0, T));
-  const MultiHeadResult later = rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, range_of_positions(50, T));
+  const MultiHeadResult at_start =
+      rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, range_of_positions(0, T));
+  const MultiHeadResult later =
+      rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, range_of_positions(50, T));
   // Scores agree to ~1e-6 (ScoreDependsOnlyOnTheOffset); softmax and W_O keep that below 1e-5.
   EXPECT_TRUE(all_close(later.output, at_start.output, kTolerance));
   EXPECT_TRUE(all_close(later.weights, at_start.weights, kTolerance));
   // ...while positions that are not a uniform shift do change the output.
-  const MultiHeadResult spread = rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, Positions{0, 3, 6, 9, 12, 15});
+  const MultiHeadResult spread =
+      rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, Positions{0, 3, 6, 9, 12, 15});
   EXPECT_FALSE(all_close(spread.output, at_start.output, 1e-3));
 }
 
@@ -268,15 +305,16 @@ TEST(RopeSelfAttention, WeightsAreCausalAndRowsSumToOne) {
   const std::size_t B = 2, T = 6, d = 16, H = 4;
   const auto [w_q, w_k, w_v, w_o] = random_weights(d, 18);
   const RotaryPositionalEmbedding rope(kTheta, d / H, kMaxSeqLen);
-  const MultiHeadResult result =
-      rope_self_attention(random_tokens(B, T, d, 19), w_q, w_k, w_v, w_o, H, rope, range_of_positions(0, T));
+  const MultiHeadResult result = rope_self_attention(random_tokens(B, T, d, 19), w_q, w_k, w_v, w_o,
+                                                     H, rope, range_of_positions(0, T));
   ASSERT_EQ(result.output.shape(), (std::array<std::size_t, 3>{B, T, d}));
   ASSERT_EQ(result.weights.shape(), (std::array<std::size_t, 4>{B, H, T, T}));
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t i = 0; i < T; ++i)
         for (std::size_t j = i + 1; j < T; ++j)
-          EXPECT_EQ(result.weights(b, h, i, j), 0.0f) << "b=" << b << " h=" << h << " i=" << i << " j=" << j;
+          EXPECT_EQ(result.weights(b, h, i, j), 0.0f)
+              << "b=" << b << " h=" << h << " i=" << i << " j=" << j;
   EXPECT_TRUE(all_close(xt::sum(result.weights, {3}), xt::ones<float>({B, H, T}), kTolerance));
 }
 
@@ -287,15 +325,21 @@ TEST(RopeSelfAttention, RejectsInputsOfTheWrongShape) {
   const RotaryPositionalEmbedding rope(kTheta, 8, kMaxSeqLen), narrow(kTheta, 4, kMaxSeqLen);
   const Positions six = range_of_positions(0, 6);
   const Tensor2 thin = xt::zeros<float>({16, 8});
-  EXPECT_TRUE(throws_invalid_argument([&] { rope_self_attention(x, w_q, thin, w_v, w_o, H, rope, six); },
-                                      {"(2, 6, 16)", "(16, 8)", "w_k"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { rope_self_attention(x, w_q, w_k, w_v, w_o, 3, rope, six); }, {"16", "3"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { rope_self_attention(x, w_q, w_k, w_v, w_o, 0, rope, six); }, {"n_heads"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { rope_self_attention(x, w_q, w_k, w_v, w_o, H, narrow, six); }, {"4", "8"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, range_of_positions(0, 5)); },
-                                      {"(5)", "(2, 6, 16)"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, range_of_positions(60, 6)); },
-                                      {"64", "max_seq_len"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { rope_self_attention(x, w_q, thin, w_v, w_o, H, rope, six); },
+                              {"(2, 6, 16)", "(16, 8)", "w_k"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] { rope_self_attention(x, w_q, w_k, w_v, w_o, 3, rope, six); }, {"16", "3"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] { rope_self_attention(x, w_q, w_k, w_v, w_o, 0, rope, six); }, {"n_heads"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] { rope_self_attention(x, w_q, w_k, w_v, w_o, H, narrow, six); }, {"4", "8"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] { rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, range_of_positions(0, 5)); },
+      {"(5)", "(2, 6, 16)"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] { rope_self_attention(x, w_q, w_k, w_v, w_o, H, rope, range_of_positions(60, 6)); },
+      {"64", "max_seq_len"}));
 }
 
 // ---- Parity with an explicit RoPE in torch (float64) + causal nn.MultiheadAttention -------------
@@ -325,19 +369,24 @@ void expect_matches_torch(const std::string& name) {
                                        meta.at("max_seq_len").get<std::size_t>());
   const Tensor2 w_q = fixture.array<2>("w_q"), w_k = fixture.array<2>("w_k");
   auto rotated = [&](const Tensor2& w) {
-    const Tensor2 rows = xt::linalg::dot(Tensor2(xt::reshape_view(x, std::array<std::size_t, 2>{x.shape(0) * x.shape(1), x.shape(2)})), w);
+    const Tensor2 rows =
+        xt::linalg::dot(Tensor2(xt::reshape_view(
+                            x, std::array<std::size_t, 2>{x.shape(0) * x.shape(1), x.shape(2)})),
+                        w);
     return rope.apply(split_heads(xt::reshape_view(rows, x.shape()), H), positions);
   };
   EXPECT_TRUE(all_close(rotated(w_q), fixture.array<4>("q_rot"), kTorchTolerance));
   EXPECT_TRUE(all_close(rotated(w_k), fixture.array<4>("k_rot"), kTorchTolerance));
-  const MultiHeadResult result =
-      rope_self_attention(x, w_q, w_k, fixture.array<2>("w_v"), fixture.array<2>("w_o"), H, rope, positions);
+  const MultiHeadResult result = rope_self_attention(x, w_q, w_k, fixture.array<2>("w_v"),
+                                                     fixture.array<2>("w_o"), H, rope, positions);
   EXPECT_TRUE(all_close(result.output, fixture.array<3>("y"), kTorchTolerance));
   EXPECT_TRUE(all_close(result.weights, fixture.array<4>("attn"), kTorchTolerance));
 }
 
 TEST(RopeSelfAttention, MatchesTorchCausal) { expect_matches_torch("rope_causal"); }
-TEST(RopeSelfAttention, MatchesTorchAtOffsetPositions) { expect_matches_torch("rope_offset_positions"); }
+TEST(RopeSelfAttention, MatchesTorchAtOffsetPositions) {
+  expect_matches_torch("rope_offset_positions");
+}
 
 }  // namespace
 }  // namespace minimodel

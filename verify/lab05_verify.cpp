@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   constexpr std::size_t kDHead = 16, kMaxSeqLen = 64, kDModel = 64, kHeads = 4;
   constexpr std::int64_t kMaxOffset = 32, kShift = 10;
   constexpr std::uint64_t kSeed = 2024;
-  const workbench::VerifySpec spec{"05-rope", kSeed,
+  const workbench::VerifySpec spec{"05-rope",
+                                   kSeed,
                                    {{"theta", kTheta},
                                     {"d_head", kDHead},
                                     {"max_seq_len", kMaxSeqLen},
@@ -61,12 +62,14 @@ int main(int argc, char** argv) {
     run.print("RotaryPositionalEmbedding(theta 10000, d_head 16, max_seq_len 64) (Block A):");
     const RotaryPositionalEmbedding rope(kTheta, kDHead, kMaxSeqLen);
     run.print("  cos table " + minimodel::shape_of(rope.cos_table()) + ", sin table " +
-              minimodel::shape_of(rope.sin_table()) + "; pair k turns theta^(-2k/16) rad per position");
+              minimodel::shape_of(rope.sin_table()) +
+              "; pair k turns theta^(-2k/16) rad per position");
 
     const Tensor2 x = normal_rows(6, kDHead, kSeed + 2);  // (6, d_head)
     run.print("Check 1. Position 0 is the identity (Block B).");
     run.check_max_abs_diff("apply at position 0 returns x",
-                           workbench::max_abs_diff(rope.apply(x, xt::zeros<std::int64_t>({6})), x), 0.0);
+                           workbench::max_abs_diff(rope.apply(x, xt::zeros<std::int64_t>({6})), x),
+                           0.0);
 
     run.print("Check 2. Rotations keep the length of every pair (2k, 2k+1).");
     const Tensor2 rotated = rope.apply(x, Positions{0, 7, 19, 33, 50, 63});
@@ -114,34 +117,42 @@ int main(int argc, char** argv) {
               "scores range from " + workbench::scientific(*lowest) + " to " +
                   workbench::scientific(*highest));
 
-    run.print("Checks 6-8. Causal self-attention with RoPE over the sentence, H = 4, d_model = 64.");
+    run.print(
+        "Checks 6-8. Causal self-attention with RoPE over the sentence, H = 4, d_model = 64.");
     const auto& tokens = workbench::toy_sentence();
     const std::size_t T = tokens.size();
     const Tensor2 embedded = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
     const Tensor3 x3 = xt::reshape_view(embedded, std::array<std::size_t, 3>{1, T, kDModel});
     const minimodel::MultiHeadAttention weights(kDModel, kHeads, kSeed + 1);
-    auto attend = [&](const Tensor3& input, const Tensor2& w_q, const Tensor2& w_k, const Positions& positions) {
-      return minimodel::rope_self_attention(input, w_q, w_k, weights.w_v(), weights.w_o(), kHeads, rope, positions);
+    auto attend = [&](const Tensor3& input, const Tensor2& w_q, const Tensor2& w_k,
+                      const Positions& positions) {
+      return minimodel::rope_self_attention(input, w_q, w_k, weights.w_v(), weights.w_o(), kHeads,
+                                            rope, positions);
     };
-    const minimodel::MultiHeadResult at_start = attend(x3, weights.w_q(), weights.w_k(), positions_from(0, T));
-    const minimodel::MultiHeadResult later = attend(x3, weights.w_q(), weights.w_k(), positions_from(40, T));
+    const minimodel::MultiHeadResult at_start =
+        attend(x3, weights.w_q(), weights.w_k(), positions_from(0, T));
+    const minimodel::MultiHeadResult later =
+        attend(x3, weights.w_q(), weights.w_k(), positions_from(40, T));
     run.check_max_abs_diff("positions 40..47 give the output of positions 0..7",
                            workbench::max_abs_diff(later.output, at_start.output), 1e-5);
 
     const Tensor2 zero = xt::zeros<float>({kDModel, kDModel});
-    run.check_max_abs_diff("with W_Q = W_K = 0 the output ignores positions (V is not rotated)",
-                           workbench::max_abs_diff(attend(x3, zero, zero, positions_from(40, T)).output,
-                                                   attend(x3, zero, zero, positions_from(0, T)).output),
-                           0.0);
+    run.check_max_abs_diff(
+        "with W_Q = W_K = 0 the output ignores positions (V is not rotated)",
+        workbench::max_abs_diff(attend(x3, zero, zero, positions_from(40, T)).output,
+                                attend(x3, zero, zero, positions_from(0, T)).output),
+        0.0);
 
     auto changed_tokens = tokens;
     changed_tokens.back() = "she";
     const Tensor2 changed = workbench::embed_tokens(changed_tokens, kDModel, kSeed);
     const Tensor3 changed3 = xt::reshape_view(changed, std::array<std::size_t, 3>{1, T, kDModel});
-    const Tensor3 y_changed = attend(changed3, weights.w_q(), weights.w_k(), positions_from(0, T)).output;
+    const Tensor3 y_changed =
+        attend(changed3, weights.w_q(), weights.w_k(), positions_from(0, T)).output;
     auto earlier = xt::range(0, T - 1);
     run.check_max_abs_diff("replacing \"he\" by \"she\" leaves positions 0..T-2 unchanged (causal)",
-                           workbench::max_abs_diff(xt::view(y_changed, 0, earlier), xt::view(at_start.output, 0, earlier)),
+                           workbench::max_abs_diff(xt::view(y_changed, 0, earlier),
+                                                   xt::view(at_start.output, 0, earlier)),
                            1e-6);
 
     run.print("Check 9. A position outside the table is rejected.");
@@ -156,7 +167,8 @@ int main(int argc, char** argv) {
     run.check("position 64 throws std::invalid_argument", rejected, double(kMaxSeqLen), message);
 
     workbench::LinePlot plot;
-    plot.title = "Lab 05: RoPE score q\u00b7k against the offset n \u2212 m (d_head 16, theta 10000)";
+    plot.title =
+        "Lab 05: RoPE score q\u00b7k against the offset n \u2212 m (d_head 16, theta 10000)";
     plot.x_label = "offset n \u2212 m (key position \u2212 query position)";
     plot.y_label = "score q\u00b7k after rotation";
     plot.series = {plain, shifted};

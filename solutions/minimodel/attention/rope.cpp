@@ -19,16 +19,18 @@ void check_apply_inputs(const std::string& x_shape, std::size_t T, std::size_t w
                         std::size_t d_head, std::size_t max_seq_len, const Positions& positions) {
   const std::string where = "RotaryPositionalEmbedding::apply: ";
   if (width != d_head)
-    throw std::invalid_argument(where + "x is " + x_shape + " but d_head is " + std::to_string(d_head));
+    throw std::invalid_argument(where + "x is " + x_shape + " but d_head is " +
+                                std::to_string(d_head));
   if (positions.size() != T)
-    throw std::invalid_argument(where + "x is " + x_shape + " but positions is " + shape_of(positions) +
-                                "; there must be one position per token (T = " + std::to_string(T) + ")");
+    throw std::invalid_argument(
+        where + "x is " + x_shape + " but positions is " + shape_of(positions) +
+        "; there must be one position per token (T = " + std::to_string(T) + ")");
   for (std::size_t t = 0; t < T; ++t) {
     const std::int64_t p = positions(t);
     if (p < 0 || static_cast<std::uint64_t>(p) >= max_seq_len)
-      throw std::invalid_argument(where + "positions[" + std::to_string(t) + "] is " + std::to_string(p) +
-                                  " but must be in [0, max_seq_len) with max_seq_len " +
-                                  std::to_string(max_seq_len));
+      throw std::invalid_argument(
+          where + "positions[" + std::to_string(t) + "] is " + std::to_string(p) +
+          " but must be in [0, max_seq_len) with max_seq_len " + std::to_string(max_seq_len));
   }
 }
 
@@ -42,7 +44,7 @@ Tensor3 project(const Tensor3& x, const Tensor2& w) {
 
 }  // namespace
 
-// ---- Block A: the frequency tables -------------------------------------------------------------
+// ---- Block A: the frequency tables --------------------------------------------------------------
 
 // -> cos_, sin_: (max_seq_len, d_head / 2)
 RotaryPositionalEmbedding::RotaryPositionalEmbedding(float theta, std::size_t d_head,
@@ -65,7 +67,8 @@ RotaryPositionalEmbedding::RotaryPositionalEmbedding(float theta, std::size_t d_
   sin_ = Tensor2({max_seq_len, half});
   for (std::size_t k = 0; k < half; ++k) {
     // 1. The frequency ladder: pair 0 turns 1 radian per position, the last pair almost not at all.
-    const double frequency = std::pow(static_cast<double>(theta), -2.0 * double(k) / double(d_head));
+    const double frequency =
+        std::pow(static_cast<double>(theta), -2.0 * double(k) / double(d_head));
     for (std::size_t pos = 0; pos < max_seq_len; ++pos) {
       // 2. In double, rounded once at the end: a float angle near 63 rad is already uncertain by
       //    half an ulp, 1.9e-6, and cos and sin would pass that on.
@@ -76,8 +79,7 @@ RotaryPositionalEmbedding::RotaryPositionalEmbedding(float theta, std::size_t d_
   }
 }
 
-// ---- Block B: rotate -----------------------------------------------------------------------------
-
+// ---- Block B: rotate ----------------------------------------------------------------------------
 // x: (T, d_head), positions: (T) -> (T, d_head)
 Tensor2 RotaryPositionalEmbedding::apply(const Tensor2& x, const Positions& positions) const {
   check_apply_inputs(shape_of(x), x.shape(0), x.shape(1), d_head_, max_seq_len_, positions);
@@ -106,8 +108,7 @@ Tensor4 RotaryPositionalEmbedding::apply(const Tensor4& x, const Positions& posi
   return rotated;
 }
 
-// ---- Block C: causal self-attention with RoPE ----------------------------------------------------
-
+// ---- Block C: causal self-attention with RoPE ---------------------------------------------------
 // x: (B, T, d_model) -> output (B, T, d_model), weights (B, H, T, T)
 MultiHeadResult rope_self_attention(const Tensor3& x, const Tensor2& w_q, const Tensor2& w_k,
                                     const Tensor2& w_v, const Tensor2& w_o, std::size_t n_heads,
@@ -115,7 +116,8 @@ MultiHeadResult rope_self_attention(const Tensor3& x, const Tensor2& w_q, const 
                                     const Positions& positions) {
   const std::string where = "rope_self_attention: ";
   const std::size_t B = x.shape(0), T = x.shape(1), d_model = x.shape(2);
-  for (const auto& [name, w] : {std::pair{"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"w_o", &w_o}})
+  for (const auto& [name, w] :
+       {std::pair{"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"w_o", &w_o}})
     if (w->shape(0) != d_model || w->shape(1) != d_model)
       throw std::invalid_argument(where + "x is " + shape_of(x) + " but " + name + " is " +
                                   shape_of(*w) + "; every weight must be (d_model, d_model) = (" +
@@ -130,9 +132,9 @@ MultiHeadResult rope_self_attention(const Tensor3& x, const Tensor2& w_q, const 
                                 " but d_model / n_heads is " + std::to_string(d_model) + " / " +
                                 std::to_string(n_heads) + " = " + std::to_string(d_head));
   if (positions.size() != T)
-    throw std::invalid_argument(where + "x is " + shape_of(x) + " but positions is " +
-                                shape_of(positions) + "; there must be one position per token (T = " +
-                                std::to_string(T) + ")");
+    throw std::invalid_argument(
+        where + "x is " + shape_of(x) + " but positions is " + shape_of(positions) +
+        "; there must be one position per token (T = " + std::to_string(T) + ")");
 
   // 1. Project and split heads, as in lab 01.
   Tensor4 q = split_heads(project(x, w_q), n_heads);  // (B, H, T, d_head)
@@ -151,8 +153,8 @@ MultiHeadResult rope_self_attention(const Tensor3& x, const Tensor2& w_q, const 
   result.weights = Tensor4({B, n_heads, T, T});
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t h = 0; h < n_heads; ++h) {
-      AttentionResult head = single_head_attention(xt::view(q, b, h), xt::view(k, b, h),
-                                                   xt::view(v, b, h), mask);
+      AttentionResult head =
+          single_head_attention(xt::view(q, b, h), xt::view(k, b, h), xt::view(v, b, h), mask);
       xt::view(context, b, h) = head.output;          // (T, d_head)
       xt::view(result.weights, b, h) = head.weights;  // (T, T)
     }

@@ -12,7 +12,7 @@
 
 namespace minimodel {
 
-// ---- Block A: the frequency tables -------------------------------------------------------------
+// ---- Block A: the frequency tables --------------------------------------------------------------
 
 // -> cos_, sin_: (max_seq_len, d_head / 2)
 RotaryPositionalEmbedding::RotaryPositionalEmbedding(float theta, std::size_t d_head,
@@ -22,7 +22,7 @@ RotaryPositionalEmbedding::RotaryPositionalEmbedding(float theta, std::size_t d_
   throw Todo("TODO(lab 05, Block A): check theta, d_head and max_seq_len, then fill the cos and sin tables — see labs/05-rope.md");
 }
 
-// ---- Block B: rotate -----------------------------------------------------------------------------
+// ---- Block B: rotate ----------------------------------------------------------------------------
 
 // x: (T, d_head), positions: (T) -> (T, d_head)
 Tensor2 RotaryPositionalEmbedding::apply(const Tensor2& x, const Positions& positions) const {
@@ -36,7 +36,7 @@ Tensor4 RotaryPositionalEmbedding::apply(const Tensor4& x, const Positions& posi
   throw Todo("TODO(lab 05, Block B): check x and positions, then rotate every batch element and head with the 2-D apply — see labs/05-rope.md");
 }
 
-// ---- Block C: causal self-attention with RoPE ----------------------------------------------------
+// ---- Block C: causal self-attention with RoPE ---------------------------------------------------
 
 // x: (B, T, d_model) -> output (B, T, d_model), weights (B, H, T, T)
 MultiHeadResult rope_self_attention(const Tensor3& x, const Tensor2& w_q, const Tensor2& w_k,

@@ -16,7 +16,7 @@ namespace minimodel {
 
 using Positions = xt::xtensor<std::int64_t, 1>;  ///< token positions, 0-indexed
 
-// ---- Lab 05: rotary position embeddings -------------------------------------------------------
+// ---- Lab 05: rotary position embeddings ---------------------------------------------------------
 
 /// Rotates each pair (2k, 2k + 1) of a head's features by the angle
 /// angle(pos, k) = pos · theta^(−2k / d_head), k = 0 … d_head / 2 − 1.
