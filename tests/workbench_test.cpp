@@ -1,4 +1,4 @@
-// Tests of the workbench infrastructure: heatmap PNGs, atomic writes, environment facts and .npy loading.
+// Tests of the workbench infrastructure: heatmap PNGs, atomic writes, environment facts, .npy input.
 #include <cairo.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
