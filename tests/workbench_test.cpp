@@ -1,4 +1,4 @@
-// Tests of the workbench infrastructure: heatmap PNGs, atomic writes, environment facts, .npy input.
+// Tests of the workbench infrastructure: heatmaps, atomic writes, environment facts, .npy input.
 #include <cairo.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
