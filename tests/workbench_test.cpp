@@ -1,5 +1,5 @@
 // Tests of the workbench infrastructure: heatmap PNGs, atomic writes, environment facts and
-// bool .npy loading.
+// .npy input.
 #include <cairo.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -51,6 +51,7 @@ class WorkbenchTest : public ::testing::Test {
 
 class Heatmap : public WorkbenchTest {};
 class AtomicWrite : public WorkbenchTest {};
+class NpyIo : public WorkbenchTest {};
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -495,5 +496,42 @@ TEST_F(NpyBoolTest, RejectsOtherDtypesAndTruncatedFiles) {
     } catch (const workbench::NpyError& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
     }
+  }
+}
+
+TEST_F(NpyIo, LoadNpyI64ReadsAnInt64File) {
+  const xt::xtensor<std::int64_t, 1> positions = {3, 4, -5, 9000000000};
+  const fs::path path = dir_ / "positions.npy";
+  workbench::write_text_atomically(path, xt::dump_npy(positions));
+  const xt::xarray<std::int64_t> loaded = workbench::load_npy_i64(path);
+  ASSERT_EQ(loaded.dimension(), 1u);
+  ASSERT_EQ(loaded.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(loaded(i), positions(i)) << "i=" << i;
+}
+
+TEST_F(NpyIo, LoadNpyI64RejectsAnotherDtypeNamingTheFile) {
+  const fs::path path = dir_ / "floats.npy";
+  workbench::save_npy_f32(path, xt::xarray<float>{1.0f, 2.0f});
+  try {
+    workbench::load_npy_i64(path);
+    FAIL() << "no exception";
+  } catch (const workbench::NpyError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("floats.npy"), std::string::npos) << message;
+    EXPECT_NE(message.find("int64"), std::string::npos) << message;
+  }
+}
+
+TEST_F(NpyIo, LoadNpyI64RejectsATruncatedFile) {
+  const xt::xtensor<std::int64_t, 1> positions = {0, 1, 2, 3, 4, 5};
+  std::string bytes = xt::dump_npy(positions);
+  bytes.resize(bytes.size() - 4);  // half of the last element missing
+  const fs::path path = dir_ / "short.npy";
+  workbench::write_text_atomically(path, bytes);
+  try {
+    workbench::load_npy_i64(path);
+    FAIL() << "no exception";
+  } catch (const workbench::NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
   }
 }

@@ -2,6 +2,7 @@
 // .npy input and output for tests, verify programs and `workbook attend`, on top of xtensor's
 // npy support, which does not notice a truncated file by itself.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -27,6 +28,10 @@ xt::xarray<float> load_npy_f32(const std::filesystem::path& path);
 /// byte is true. For masks, e.g. a key-padding mask (B, S) with true = ignore that key.
 /// @throws NpyError if the file is missing, not .npy, truncated, or of another dtype or order.
 xt::xarray<bool> load_npy_bool(const std::filesystem::path& path);
+
+/// Loads a little-endian int64, C-order .npy file of any rank (e.g. token positions).
+/// @throws NpyError if the file is missing, not .npy, truncated, or of another dtype or order.
+xt::xarray<std::int64_t> load_npy_i64(const std::filesystem::path& path);
 
 /// Writes `values` as float32 .npy, atomically (temporary file, then rename).
 /// @throws NpyError if the file cannot be written.

@@ -1,0 +1,188 @@
+// Lab 05 verify: the invariants of rotary position embeddings (identity at position 0, norms,
+// interleaved pairs, offset invariance), RoPE inside causal self-attention, a plot of the score
+// against the offset, and the cos table as a heatmap.
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include "minimodel/attention/attention.hpp"
+#include "minimodel/attention/rope.hpp"
+#include "minimodel/shapes.hpp"
+#include "workbench/heatmap.hpp"
+#include "workbench/line_plot.hpp"
+#include "workbench/toy_sentence.hpp"
+#include "workbench/verify_run.hpp"
+
+using minimodel::Positions;
+using minimodel::RotaryPositionalEmbedding;
+using minimodel::Tensor2;
+using minimodel::Tensor3;
+
+namespace {
+
+// (rows, d) drawn from N(0, 1) with std::mt19937_64(seed), row-major.
+Tensor2 normal_rows(std::size_t rows, std::size_t d, std::uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Tensor2 values({rows, d});
+  for (float& value : values) value = normal(generator);
+  return values;
+}
+
+Positions positions_from(std::int64_t first, std::size_t T) {
+  return xt::arange<std::int64_t>(first, first + static_cast<std::int64_t>(T));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  constexpr float kTheta = 10000.0f;
+  constexpr std::size_t kDHead = 16, kMaxSeqLen = 64, kDModel = 64, kHeads = 4;
+  constexpr std::int64_t kMaxOffset = 32, kShift = 10;
+  constexpr std::uint64_t kSeed = 2024;
+  const workbench::VerifySpec spec{"05-rope",
+                                   kSeed,
+                                   {{"theta", kTheta},
+                                    {"d_head", kDHead},
+                                    {"max_seq_len", kMaxSeqLen},
+                                    {"pairing", "interleaved (2k, 2k+1)"},
+                                    {"d_model", kDModel},
+                                    {"n_heads", kHeads},
+                                    {"tokens", workbench::toy_sentence()},
+                                    {"embedding_seed", kSeed},
+                                    {"weight_seed", kSeed + 1},
+                                    {"q_k_seed", kSeed + 2},
+                                    {"offsets", {-kMaxOffset, kMaxOffset}},
+                                    {"shift", kShift}}};
+  return workbench::run_verify(argc, argv, spec, [&](workbench::VerifyRun& run) {
+    run.print("RotaryPositionalEmbedding(theta 10000, d_head 16, max_seq_len 64) (Block A):");
+    const RotaryPositionalEmbedding rope(kTheta, kDHead, kMaxSeqLen);
+    run.print("  cos table " + minimodel::shape_of(rope.cos_table()) + ", sin table " +
+              minimodel::shape_of(rope.sin_table()) +
+              "; pair k turns theta^(-2k/16) rad per position");
+
+    const Tensor2 x = normal_rows(6, kDHead, kSeed + 2);  // (6, d_head)
+    run.print("Check 1. Position 0 is the identity (Block B).");
+    run.check_max_abs_diff("apply at position 0 returns x",
+                           workbench::max_abs_diff(rope.apply(x, xt::zeros<std::int64_t>({6})), x),
+                           0.0);
+
+    run.print("Check 2. Rotations keep the length of every pair (2k, 2k+1).");
+    const Tensor2 rotated = rope.apply(x, Positions{0, 7, 19, 33, 50, 63});
+    auto pair_norms = [&](const Tensor2& a) -> Tensor2 {
+      auto even = xt::view(a, xt::all(), xt::range(0, kDHead, 2));
+      auto odd = xt::view(a, xt::all(), xt::range(1, kDHead, 2));
+      return xt::sqrt(even * even + odd * odd);
+    };
+    run.check_max_abs_diff("pair norms at positions 0, 7, 19, 33, 50, 63 equal those of x",
+                           workbench::max_abs_diff(pair_norms(rotated), pair_norms(x)), 1e-5);
+
+    run.print("Check 3. Pairs are interleaved: e_2k at position 5 becomes cos e_2k + sin e_2k+1.");
+    Tensor2 basis = xt::zeros<float>({kDHead / 2, kDHead}), expected = basis;  // row k holds e_2k
+    for (std::size_t k = 0; k < kDHead / 2; ++k) {
+      const double angle = 5.0 * std::pow(double(kTheta), -2.0 * double(k) / double(kDHead));
+      basis(k, 2 * k) = 1.0f;
+      expected(k, 2 * k) = static_cast<float>(std::cos(angle));
+      expected(k, 2 * k + 1) = static_cast<float>(std::sin(angle));
+    }
+    const Positions at_five = xt::full_like(xt::zeros<std::int64_t>({kDHead / 2}), 5);
+    run.check_max_abs_diff("e_0, e_2, ..., e_14 rotated at position 5 (not rotate-half)",
+                           workbench::max_abs_diff(rope.apply(basis, at_five), expected), 1e-7);
+
+    run.print("Checks 4-5. The score q.k after rotation depends only on the offset n - m.");
+    const Tensor2 q = normal_rows(1, kDHead, kSeed + 3), k = normal_rows(1, kDHead, kSeed + 4);
+    auto score = [&](std::int64_t m, std::int64_t n) {
+      return double(xt::sum(rope.apply(q, Positions{m}) * rope.apply(k, Positions{n}))());
+    };
+    workbench::LineSeries plain{{}, {}, "query at m, key at n = m + offset"};
+    workbench::LineSeries shifted{{}, {}, "both shifted by +10 (on top: the curves coincide)"};
+    double worst = 0.0;
+    for (std::int64_t offset = -kMaxOffset; offset <= kMaxOffset; ++offset) {
+      const std::int64_t m = std::max<std::int64_t>(0, -offset), n = m + offset;
+      const double s0 = score(m, n), s1 = score(m + kShift, n + kShift);
+      plain.x.push_back(double(offset));
+      plain.y.push_back(s0);
+      shifted.x.push_back(double(offset));
+      shifted.y.push_back(s1);
+      worst = std::max(worst, std::abs(s1 - s0));
+    }
+    const auto [lowest, highest] = std::minmax_element(plain.y.begin(), plain.y.end());
+    run.check_max_abs_diff("score at (m, n) equals score at (m + 10, n + 10) for n - m in -32..32",
+                           worst, 1e-4);
+    run.check("the score does change with the offset", *highest - *lowest > 1.0, *highest - *lowest,
+              "scores range from " + workbench::scientific(*lowest) + " to " +
+                  workbench::scientific(*highest));
+
+    run.print(
+        "Checks 6-8. Causal self-attention with RoPE over the sentence, H = 4, d_model = 64.");
+    const auto& tokens = workbench::toy_sentence();
+    const std::size_t T = tokens.size();
+    const Tensor2 embedded = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
+    const Tensor3 x3 = xt::reshape_view(embedded, std::array<std::size_t, 3>{1, T, kDModel});
+    const minimodel::MultiHeadAttention weights(kDModel, kHeads, kSeed + 1);
+    auto attend = [&](const Tensor3& input, const Tensor2& w_q, const Tensor2& w_k,
+                      const Positions& positions) {
+      return minimodel::rope_self_attention(input, w_q, w_k, weights.w_v(), weights.w_o(), kHeads,
+                                            rope, positions);
+    };
+    const minimodel::MultiHeadResult at_start =
+        attend(x3, weights.w_q(), weights.w_k(), positions_from(0, T));
+    const minimodel::MultiHeadResult later =
+        attend(x3, weights.w_q(), weights.w_k(), positions_from(40, T));
+    run.check_max_abs_diff("positions 40..47 give the output of positions 0..7",
+                           workbench::max_abs_diff(later.output, at_start.output), 1e-5);
+
+    const Tensor2 zero = xt::zeros<float>({kDModel, kDModel});
+    run.check_max_abs_diff(
+        "with W_Q = W_K = 0 the output ignores positions (V is not rotated)",
+        workbench::max_abs_diff(attend(x3, zero, zero, positions_from(40, T)).output,
+                                attend(x3, zero, zero, positions_from(0, T)).output),
+        0.0);
+
+    auto changed_tokens = tokens;
+    changed_tokens.back() = "she";
+    const Tensor2 changed = workbench::embed_tokens(changed_tokens, kDModel, kSeed);
+    const Tensor3 changed3 = xt::reshape_view(changed, std::array<std::size_t, 3>{1, T, kDModel});
+    const Tensor3 y_changed =
+        attend(changed3, weights.w_q(), weights.w_k(), positions_from(0, T)).output;
+    auto earlier = xt::range(0, T - 1);
+    run.check_max_abs_diff("replacing \"he\" by \"she\" leaves positions 0..T-2 unchanged (causal)",
+                           workbench::max_abs_diff(xt::view(y_changed, 0, earlier),
+                                                   xt::view(at_start.output, 0, earlier)),
+                           1e-6);
+
+    run.print("Check 9. A position outside the table is rejected.");
+    std::string message = "nothing was thrown";
+    bool rejected = false;
+    try {
+      rope.apply(q, Positions{std::int64_t{kMaxSeqLen}});
+    } catch (const std::invalid_argument& e) {
+      rejected = true;
+      message = e.what();
+    }
+    run.check("position 64 throws std::invalid_argument", rejected, double(kMaxSeqLen), message);
+
+    workbench::LinePlot plot;
+    plot.title =
+        "Lab 05: RoPE score q\u00b7k against the offset n \u2212 m (d_head 16, theta 10000)";
+    plot.x_label = "offset n \u2212 m (key position \u2212 query position)";
+    plot.y_label = "score q\u00b7k after rotation";
+    plot.series = {plain, shifted};
+    workbench::render_line_plot(run.artifact("score_vs_offset.png"), plot);
+
+    workbench::HeatmapFigure frequencies;
+    frequencies.title = "Lab 05: RoPE rotation tables, angle = pos \u00b7 10000^(\u22122k/16)";
+    frequencies.panels = {{rope.cos_table(), "cos(angle)"}, {rope.sin_table(), "sin(angle)"}};
+    frequencies.grid_cols = 2;
+    frequencies.row_axis = "position";
+    frequencies.col_axis = "pair index k";
+    frequencies.vmin = -1.0f;
+    frequencies.vmax = 1.0f;
+    frequencies.colorbar_label = "cos or sin of the angle";
+    workbench::render_heatmaps(run.artifact("frequencies.png"), frequencies);
+  });
+}
