@@ -167,6 +167,8 @@ int dev_check(const Context& ctx, const std::vector<std::string>& only_labs) {
     if (!build.ok) {
       defects.push_back("the build fails: " + build.first_error + "\n  (full output: " + ctx.ws.relative(build.log) + ")");
     } else {
+      // Stale artifacts of an earlier run would hide a figure that is no longer drawn: start clean.
+      for (const Lab* lab : built) fs::remove_all(ctx.ws.repo / "experiments" / lab->experiment() / "reference");
       const std::string regex = "^lab(" + names + ")\\.";
       std::cout << "running ctest -L stubs and -L reference…\n" << std::flush;
       ctest_defects(ctx, "stubs", regex, defects);

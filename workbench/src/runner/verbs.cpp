@@ -345,7 +345,7 @@ int diff_lab(const Context& ctx, const std::string& number) {
   }
   const std::size_t total = ref_outputs.size();
   std::cout << within << " of " << total << " outputs within tolerance";
-  if (within == total) std::cout << ": " << green(ctx, "0 differences");
+  if (within == total) std::cout << ": " << green(ctx, "0 differences beyond tolerance");
   std::cout << '\n';
   return within == total ? 0 : 1;
 }
@@ -357,7 +357,8 @@ int show_hint(const Context& ctx, const std::string& number, bool restart) {
     return 0;
   }
   nlohmann::json state = load_state(ctx);
-  int shown = restart ? 0 : state["hints_shown"].value(lab.number, 0);
+  if (!state.contains("hints_shown") || !state["hints_shown"].is_object()) state["hints_shown"] = nlohmann::json::object();
+  const int shown = restart ? 0 : state["hints_shown"].value(lab.number, 0);
   const int n = static_cast<int>(lab.hints.size());
   const int next = std::min(shown + 1, n);
   std::cout << bold(ctx, "Hint " + std::to_string(next) + " of " + std::to_string(n)) << " for " << heading(lab)

@@ -81,12 +81,17 @@ int watch(const Context& ctx, bool force_polling) {
     for (const fs::path& folder : folders)
       inotify_add_watch(fd, folder.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE);
 
+  std::string previous;  // the lab checked last time, to say when it is done
   auto run_check = [&](const std::string& why) {
     if (ctx.terminal) std::cout << "\033[2J\033[H";  // clear the screen
     std::cout << "== workbook watch, " << clock_time() << ": " << why << '\n' << std::flush;
     try {
       LabResult result;
-      if (const Lab* lab = current_lab(ctx, &result)) print_check(ctx, *lab, result);
+      const Lab* lab = current_lab(ctx, &result);
+      if (!previous.empty() && (!lab || lab->number > previous))
+        std::cout << green(ctx, "lab " + previous + " is done") << '\n';
+      previous = lab ? lab->number : "";
+      if (lab) print_check(ctx, *lab, result);
       else std::cout << green(ctx, "every lab is done") << '\n';
     } catch (const std::exception& e) {
       std::cout << red(ctx, e.what()) << '\n';
