@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     run.print("Check 1. H = 1 equals lab 00's single_head_attention followed by W_O.");
     MultiHeadAttention one_head(kDModel, 1, kSeed + 1);
     const Tensor2 y1 = one_head.forward(x);
+    run.record("h1_output", y1, kTolerance);
     const minimodel::AttentionResult head = minimodel::single_head_attention(
         xt::linalg::dot(x, one_head.w_q()), xt::linalg::dot(x, one_head.w_k()),
         xt::linalg::dot(x, one_head.w_v()));
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
     const Tensor2 y = mha.forward(x);
     const minimodel::Tensor4& weights = mha.attention_weights();  // (1, H, T, T)
     const std::size_t T = tokens.size();
+    run.record("h4_output", y, kTolerance);
+    run.record("attention_weights", weights, kTolerance);
     run.check("output keeps the input shape", y.shape() == x.shape(), double(y.size()),
               "output " + minimodel::shape_of(y) + ", weights " + minimodel::shape_of(weights));
     const Tensor2 row_sums = xt::sum(xt::view(weights, 0), {2});

@@ -1,5 +1,6 @@
 #pragma once
-// Running another program of the workbook as a child process, with its output passed through.
+// Running another program as a child process: with its output passed through (run_process), or
+// captured for parsing (run_captured).
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -16,6 +17,17 @@ struct ProcessStatus {
 /// Runs `program` with `args`, sharing this process's stdin, stdout and stderr, and waits.
 /// @throws std::runtime_error if it cannot be started.
 ProcessStatus run_process(const std::filesystem::path& program, const std::vector<std::string>& args);
+
+/// A finished child process and everything it wrote to stdout and stderr, interleaved.
+struct CapturedRun {
+  ProcessStatus status;
+  std::string output;
+};
+
+/// Runs `program` with `args`, stdin from /dev/null, stdout and stderr captured into one string,
+/// and waits. A `program` without a '/' is searched on PATH, as a shell would (cmake, ctest, git).
+/// @throws std::runtime_error if it cannot be started.
+CapturedRun run_captured(const std::string& program, const std::vector<std::string>& args);
 
 /// The folder of the running executable (build/bin), where its sibling programs are.
 std::filesystem::path executable_dir();

@@ -36,8 +36,12 @@ std::filesystem::path default_out_dir(const std::string& experiment, const std::
 
 }  // namespace
 
-VerifyRun::VerifyRun(VerifySpec spec, std::string implementation, std::filesystem::path out_dir)
-    : spec_(std::move(spec)), implementation_(std::move(implementation)), out_dir_(std::move(out_dir)) {}
+VerifyRun::VerifyRun(VerifySpec spec, std::string implementation, std::filesystem::path out_dir,
+                     std::filesystem::path dump_dir)
+    : spec_(std::move(spec)),
+      implementation_(std::move(implementation)),
+      out_dir_(std::move(out_dir)),
+      dump_dir_(std::move(dump_dir)) {}
 
 void VerifyRun::print(const std::string& line) {
   std::cout << line << '\n';
@@ -72,6 +76,15 @@ bool VerifyRun::check(const std::string& name, bool passed, double value, const 
   checks_.push_back({name, passed, value, std::numeric_limits<double>::quiet_NaN(), detail});
   print(std::string(passed ? "[PASS] " : "[FAIL] ") + name + ": " + detail);
   return passed;
+}
+
+void VerifyRun::record(const std::string& name, const xt::xarray<float>& value, double tolerance) {
+  if (dump_dir_.empty()) return;
+  std::filesystem::create_directories(dump_dir_);
+  save_npy_f32(dump_dir_ / (name + ".npy"), value);
+  const std::vector<std::size_t> shape(value.shape().begin(), value.shape().end());
+  recorded_[name] = {{"shape", shape}, {"tolerance", tolerance}};
+  write_text_atomically(dump_dir_ / "outputs.json", recorded_.dump(2) + "\n");
 }
 
 std::filesystem::path VerifyRun::artifact(const std::string& filename) {
@@ -149,10 +162,14 @@ int run_verify(int argc, char** argv, const VerifySpec& spec,
                "and manifest.json."};
   std::filesystem::path out_dir = default_out_dir(spec.experiment, impl);
   app.add_option("--out", out_dir, "Folder for the artifacts")->capture_default_str();
+  std::filesystem::path dump_dir;
+  app.add_option("--dump", dump_dir,
+                 "Also write the lab's key outputs as DIR/<name>.npy with DIR/outputs.json "
+                 "(used by `workbook diff`)");
   CLI11_PARSE(app, argc, argv);
 
   try {
-    VerifyRun run(spec, impl, out_dir);
+    VerifyRun run(spec, impl, out_dir, dump_dir);
     run.print("== " + spec.experiment + " (" + impl + " implementation) ==");
     body(run);
     return run.finish();

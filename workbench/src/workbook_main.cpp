@@ -1,11 +1,16 @@
 // `workbook`: the learner's command. Verbs run the workbook's other programs as child processes,
 // so this command never links the learner's code and keeps working while that code is broken.
+// This file only wires the command line; the verbs are in runner/.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "attend_options.hpp"
 #include "process.hpp"
+#include "runner/verbs.hpp"
 
 namespace {
 
@@ -28,11 +33,32 @@ int attend(const std::string& impl, const workbench::AttendOptions& options) {
   return status.code;
 }
 
+
+// The repository (compiled in, or --repo) and the build folder (the parent of this program's bin/,
+// or --build-dir), with the labs discovered in the repository's labs/.
+workbook::Context make_context(const std::string& repo, const std::string& build) {
+  workbook::Context ctx;
+  ctx.ws.repo = std::filesystem::absolute(repo.empty() ? MINIMODEL_SOURCE_DIR : repo).lexically_normal();
+  ctx.ws.build = build.empty() ? workbench::executable_dir().parent_path()
+                               : std::filesystem::absolute(build).lexically_normal();
+  const char* term = std::getenv("TERM");
+  ctx.terminal = isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR") && !(term && std::string(term) == "dumb");
+  ctx.labs = workbook::discover_labs(ctx.ws.repo);
+  return ctx;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"workbook: the minimodel lab workbook's command."};
-  app.require_subcommand(1);
+  CLI::App app{
+      "workbook: the minimodel lab workbook's command.\n"
+      "With no verb: the current lab, its status and the one command to run next.\n"
+      "Status comes from running your tests (bin/test-labNN-learner), so it travels with your code.\n"
+      "Exit status: 0 success; 1 a check failed or the lab is not done; 2 usage or environment error."};
+  app.require_subcommand(0, 1);
+  std::string repo, build;
+  app.add_option("--repo", repo, "The repository (default: the one this program was built from)");
+  app.add_option("--build-dir", build, "The build folder (default: the parent of this program's bin/)");
   // One line a learner can act on, not CLI11's two.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "workbook: " + std::string(e.what()) + " (see workbook --help)\n";
@@ -50,6 +76,69 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   workbench::add_attend_options(*attend_cmd, options);
 
+  CLI::App* list_cmd = app.add_subcommand(
+      "list", "Every lab with its status (done, in progress, todo, build error, or locked: an earlier lab is not "
+              "done; advice only) and a progress bar. Runs every lab's tests.");
+
+  std::string lab;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check", "Rebuild your code and run lab NN's tests (default: the first lab not done). Prints each failing "
+               "check, expected vs got, and the block of the lab text to revisit.");
+  check_cmd->add_option("NN", lab, "Lab number, e.g. 00");
+
+  CLI::App* verify_cmd = app.add_subcommand(
+      "verify", "Run lab NN's verify program; it prints its checks and where each artifact was written.");
+  verify_cmd->add_option("NN", lab, "Lab number")->required();
+  std::string verify_impl = "learner";
+  verify_cmd->add_option("--impl", verify_impl, "Whose code runs: yours (src/) or the reference (solutions/)")
+      ->check(CLI::IsMember({"learner", "reference"}))
+      ->capture_default_str();
+
+  CLI::App* diff_cmd = app.add_subcommand(
+      "diff", "Run your code and the reference on the same inputs of lab NN (its verify program) and print each "
+              "output's shape, max abs diff and whether it is within the tolerance of the lab's tests.");
+  diff_cmd->add_option("NN", lab, "Lab number")->required();
+
+  bool restart = false;
+  CLI::App* hint_cmd = app.add_subcommand(
+      "hint", "The next of lab NN's hints (the \"### Hint N\" of its text); call again for the next one. "
+              "The counters live in BUILD/workbook-state.json.");
+  hint_cmd->add_option("NN", lab, "Lab number")->required();
+  hint_cmd->add_flag("--restart", restart, "Start again from hint 1");
+
+  bool force = false;
+  CLI::App* solution_cmd = app.add_subcommand(
+      "solution", "Show lab NN's reference write-up and code, once your tests of that lab pass.");
+  solution_cmd->add_option("NN", lab, "Lab number")->required();
+  solution_cmd->add_flag("--force", force, "Show it even though your tests do not pass yet");
+
+  bool yes = false;
+  CLI::App* reset_cmd = app.add_subcommand(
+      "reset", "Restore lab NN's stubs in your files, as committed upstream (git show origin/HEAD:<file>, or "
+               "HEAD:<file> without an origin). Your version is first saved under "
+               ".workbook-backups/<UTC time>/, whose path is printed.");
+  reset_cmd->add_option("NN", lab, "Lab number")->required();
+  reset_cmd->add_flag("--yes", yes, "Do not ask for confirmation (required when there is no terminal)");
+
+  bool poll = false;
+  CLI::App* watch_cmd = app.add_subcommand(
+      "watch", "Re-check the current lab each time one of your files is saved, until Ctrl-C (inotify; polling "
+               "where inotify is missing).");
+  watch_cmd->add_flag("--poll", poll, "Poll modification times every second instead of using inotify");
+
+  bool json = false;
+  CLI::App* grade_cmd = app.add_subcommand(
+      "grade", "Each lab's passed/total tests and a score: what an autograder reads (--json). Always exits 0.");
+  grade_cmd->add_flag("--json", json, "One JSON document: {labs: [{lab, title, passed, total, status}], passed, "
+                                      "total, score}");
+
+  std::vector<std::string> only_labs;
+  CLI::App* dev_check_cmd = app.add_subcommand(
+      "dev-check", "Maintainers (run by .ci/run on a pristine checkout): fail if a lab lacks a section, tests, a "
+                   "verify program or a write-up, if README.md's lab map differs from labs/, if a pristine stub "
+                   "passes or crashes, if a reference test fails or a verify artifact is missing or invalid.");
+  dev_check_cmd->add_option("--lab", only_labs, "Build and run the tests of these labs only (default: all)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -58,9 +147,24 @@ int main(int argc, char** argv) {
   }
   try {
     if (*attend_cmd) return attend(impl, options);
+    const workbook::Context ctx = make_context(repo, build);
+    const std::optional<std::string> lab_arg = lab.empty() ? std::nullopt : std::optional<std::string>(lab);
+    if (*list_cmd) return workbook::list_labs(ctx);
+    if (*check_cmd) return workbook::check_lab(ctx, lab_arg);
+    if (*verify_cmd) return workbook::verify_lab(ctx, lab, verify_impl);
+    if (*diff_cmd) return workbook::diff_lab(ctx, lab);
+    if (*hint_cmd) return workbook::show_hint(ctx, lab, restart);
+    if (*solution_cmd) return workbook::show_solution(ctx, lab, force);
+    if (*reset_cmd) return workbook::reset_lab(ctx, lab, yes);
+    if (*watch_cmd) return workbook::watch(ctx, poll);
+    if (*grade_cmd) return workbook::grade(ctx, json);
+    if (*dev_check_cmd) {
+      for (std::string& number : only_labs) number = workbook::require_lab(ctx, number).number;
+      return workbook::dev_check(ctx, only_labs);
+    }
+    return workbook::show_current(ctx);
   } catch (const std::exception& e) {
     std::cerr << "workbook: " << e.what() << '\n';
     return kBadInput;
   }
-  return 0;
 }

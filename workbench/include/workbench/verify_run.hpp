@@ -28,7 +28,9 @@ struct VerifySpec {
 /// One verify run. Everything printed through out() goes to stdout and into verify_output.txt.
 class VerifyRun {
  public:
-  VerifyRun(VerifySpec spec, std::string implementation, std::filesystem::path out_dir);
+  /// `dump_dir`: where record() writes its outputs; empty (the default) to record nothing.
+  VerifyRun(VerifySpec spec, std::string implementation, std::filesystem::path out_dir,
+            std::filesystem::path dump_dir = {});
 
   /// Prints a line to stdout and keeps it for verify_output.txt.
   void print(const std::string& line = "");
@@ -42,6 +44,13 @@ class VerifyRun {
 
   /// Records a check that is true or false, with the number it rests on. Returns `passed`.
   bool check(const std::string& name, bool passed, double value, const std::string& detail);
+
+  /// Names `value` as one of this lab's key outputs, compared by `workbook diff` with the other
+  /// implementation's to within `tolerance` (that of the lab's tests). When the program runs with
+  /// --dump DIR it writes DIR/<name>.npy and rewrites DIR/outputs.json (name -> shape, tolerance)
+  /// at once, so the outputs recorded before a TODO stub stopped the program are kept. Without
+  /// --dump it does nothing. `name` is a file name: letters, digits and '_'.
+  void record(const std::string& name, const xt::xarray<float>& value, double tolerance);
 
   /// Where an artifact called `filename` goes; the file is listed in the manifest and the summary.
   std::filesystem::path artifact(const std::string& filename);
@@ -64,6 +73,8 @@ class VerifyRun {
   VerifySpec spec_;
   std::string implementation_;
   std::filesystem::path out_dir_;
+  std::filesystem::path dump_dir_;
+  nlohmann::ordered_json recorded_ = nlohmann::ordered_json::object();
   std::ostringstream captured_;
   std::vector<Check> checks_;
   std::vector<std::filesystem::path> artifacts_;
@@ -76,7 +87,7 @@ std::string scientific(double value);
 /// @throws std::invalid_argument naming both shapes if they differ.
 double max_abs_diff(const xt::xarray<float>& a, const xt::xarray<float>& b);
 
-/// Parses the common options (--out DIR, --help), runs `body`, and turns what escapes it into one
+/// Parses the common options (--out DIR, --dump DIR, --help), runs `body`, and turns what escapes it into one
 /// line a learner can act on: a TODO stub names its lab and block (exit 1), a bad input or I/O
 /// failure says what failed (exit 2). verify_output.txt and manifest.json are written only when
 /// `body` completes.
