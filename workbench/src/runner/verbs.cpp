@@ -230,6 +230,13 @@ int show_current(const Context& ctx) {
   return 0;
 }
 
+// The width of the title column: the longest title, plus a space.
+std::size_t title_width(const std::vector<Lab>& labs) {
+  std::size_t width = 0;
+  for (const Lab& lab : labs) width = std::max(width, lab.title.size());
+  return width + 1;
+}
+
 int list_labs(const Context& ctx) {
   const std::vector<LabResult> results = run_all(ctx.ws, ctx.labs, false);
   std::size_t done = 0;
@@ -240,7 +247,7 @@ int list_labs(const Context& ctx) {
     std::string status = status_text(ctx, r.status);
     std::string width_text = status_name(r.status);
     if (r.status != LabStatus::done && blocked) status = width_text = "locked";
-    std::cout << lab.number << "  " << pad(lab.title, 26) << status << std::string(13 - std::min<std::size_t>(12, width_text.size()), ' ');
+    std::cout << lab.number << "  " << pad(lab.title, title_width(ctx.labs)) << status << std::string(13 - std::min<std::size_t>(12, width_text.size()), ' ');
     if (r.status == LabStatus::build_error) std::cout << "(see workbook check " << lab.number << ")";
     else std::cout << r.passed << "/" << r.total << " tests";
     std::cout << '\n';
@@ -454,7 +461,7 @@ int grade(const Context& ctx, bool json) {
     return 0;
   }
   for (const auto& lab : report["labs"])
-    std::cout << lab["lab"].get<std::string>() << "  " << pad(lab["title"].get<std::string>(), 26)
+    std::cout << lab["lab"].get<std::string>() << "  " << pad(lab["title"].get<std::string>(), title_width(ctx.labs))
               << lab["passed"].get<int>() << "/" << lab["total"].get<int>() << "  "
               << lab["status"].get<std::string>() << '\n';
   std::cout << "score " << passed << "/" << total << '\n';
