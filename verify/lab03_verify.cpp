@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
     GPT2Attention gpt2(kDModel, kHeads, kSeed + 1);
     const Tensor2 y = gpt2.forward(x);  // causal, as in GPT-2
     const minimodel::Tensor4 weights = gpt2.attention_weights();  // (1, H, T, T)
+    run.record("output", y, 1e-5);  // the tolerance of the lab 03 tests
+    run.record("attention_weights", weights, 1e-5);
 
     run.print("Checks 1-2. One fused c_attn (768 x 2304) equals lab 01's W_Q, W_K, W_V "
               "(768 x 768 each),");

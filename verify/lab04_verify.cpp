@@ -92,9 +92,13 @@ int main(int argc, char** argv) {
 
     // ---- One block of each kind on the sentence ----
     const MultiHeadAttention layer(kDModel, kHeads, kWeightSeed);
+    const Tensor3 post_out = block(x, layer, Norm::post_ln), pre_out = block(x, layer, Norm::pre_ln);
+    run.record("layer_norm", minimodel::layer_norm(x), 1e-5);  // the tolerance of the lab 04 tests
+    run.record("post_ln_block", post_out, 1e-5);
+    run.record("pre_ln_block", pre_out, 1e-5);
     const RowStats in = row_stats(x);
-    const RowStats post = row_stats(block(x, layer, Norm::post_ln));
-    const RowStats pre = row_stats(block(x, layer, Norm::pre_ln));
+    const RowStats post = row_stats(post_out);
+    const RowStats pre = row_stats(pre_out);
     run.print("One block, MultiHeadAttention(64, 4, seed 2025), on <bos> I work , you work , he.");
     run.print("Per-position mean and variance of the rows (biased variance over d_model = 64):");
     run.print("  pos  token  |   input mean   var  |  post-LN mean   var  |   pre-LN mean   var");

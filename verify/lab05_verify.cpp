@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
 
     run.print("Check 2. Rotations keep the length of every pair (2k, 2k+1).");
     const Tensor2 rotated = rope.apply(x, Positions{0, 7, 19, 33, 50, 63});
+    run.record("rotated_rows", rotated, 1e-5);
     auto pair_norms = [&](const Tensor2& a) -> Tensor2 {
       auto even = xt::view(a, xt::all(), xt::range(0, kDHead, 2));
       auto odd = xt::view(a, xt::all(), xt::range(1, kDHead, 2));
@@ -133,6 +134,8 @@ int main(int argc, char** argv) {
         attend(x3, weights.w_q(), weights.w_k(), positions_from(0, T));
     const minimodel::MultiHeadResult later =
         attend(x3, weights.w_q(), weights.w_k(), positions_from(40, T));
+    run.record("rope_output", at_start.output, 1e-5);  // the tolerance of the lab 05 tests
+    run.record("rope_weights", at_start.weights, 1e-5);
     run.check_max_abs_diff("positions 40..47 give the output of positions 0..7",
                            workbench::max_abs_diff(later.output, at_start.output), 1e-5);
 

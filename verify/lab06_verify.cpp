@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
     MultiheadCrossAttention m = make_module(0.0f);
     const minimodel::AttentionOutput out = m.forward(query, memory, memory, options);
     const Tensor4& weights = *out.weights;  // (B, H, T, S)
+    run.record("output", out.output, 1e-5);  // the tolerance of the lab 06 tests
+    run.record("attention_weights", weights, 1e-5);
     run.print("output " + minimodel::shape_of(out.output) + ", weights " + minimodel::shape_of(weights));
     const auto padded = xt::view(weights, 1, xt::all(), xt::all(), xt::range(S - kPadded, S));
     const float pad_weight = xt::amax(padded)();
