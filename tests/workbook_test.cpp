@@ -108,6 +108,39 @@ TEST_F(WorkbookAttend, MatchesTorchCausal) {
   EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"), testing::kTorchTolerance));
 }
 
+TEST_F(WorkbookAttend, KvEqualToXGivesSelfAttention) {
+  // --kv takes lab 06's path; with keys and values from X itself it must equal lab 01's path.
+  ASSERT_EQ(workbook(args("mha_causal"), scratch_).status, 0);
+  const xt::xarray<float> self = xt::load_npy<float>(out().string());
+  fs::remove(out());
+  const CommandResult run =
+      workbook(args("mha_causal", {{"--kv", (fixture("mha_causal") / "x.npy").string()}}), scratch_);
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), self, testing::kTorchTolerance));
+}
+
+TEST_F(WorkbookAttend, RejectsCausalWithAnotherNumberOfKeys) {
+  const fs::path kv = scratch_ / "kv.npy";
+  xt::dump_npy(kv.string(), xt::xarray<float>(xt::zeros<float>({2, 7, 16})));
+  expect_rejected(args("mha_batched", {{"--kv", kv.string()}, {"--causal", ""}}), "S = 7");
+}
+
+TEST_F(WorkbookAttend, RejectsRopeWithKv) {
+  expect_rejected(args("mha_batched", {{"--kv", (fixture("mha_batched") / "x.npy").string()},
+                                       {"--rope-theta", "10000"}}),
+                  "cannot be combined with --kv");
+}
+
+TEST_F(WorkbookAttend, RejectsPositionsWithoutRope) {
+  expect_rejected(args("mha_batched", {{"--positions", (fixture("mha_batched") / "x.npy").string()}}),
+                  "--positions needs --rope-theta");
+}
+
+TEST_F(WorkbookAttend, RejectsAPaddingMaskThatIsNotBool) {
+  expect_rejected(args("mha_batched", {{"--key-padding-mask", (fixture("mha_batched") / "x.npy").string()}}),
+                  "bool or uint8");
+}
+
 TEST_F(WorkbookAttend, RejectsAMissingFile) {
   expect_rejected(args("mha_batched", {{"--x", (scratch_ / "nope.npy").string()}}), "nope.npy");
 }
