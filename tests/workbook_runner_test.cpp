@@ -361,6 +361,15 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
        },
        "lab 00: a pristine stub does not fail with its TODO (lab00.stubs): Softmax.MatchesTheHandExample passes on "
        "the pristine stubs"},
+      {"a failing reference test",
+       [&] {  // the reference softmax forgets to normalise
+         std::string text = read(repo_ / reference());
+         const std::string normalise = "return e / row_sum;";
+         ASSERT_NE(text.find(normalise), std::string::npos);
+         text.replace(text.find(normalise), normalise.size(), "return e;");
+         write(repo_ / reference(), text);
+       },
+       "lab 00: a reference test fails: "},
       {"an invalid verify artifact",
        [&] {  // the figure is listed in the manifest but never drawn
          std::string text = read(repo_ / "verify/lab00_verify.cpp");
