@@ -11,10 +11,13 @@
 
 #include "minimodel/attention/attention.hpp"
 #include "support/checks.hpp"
+#include "support/random_tokens.hpp"
 #include "support/torch_parity.hpp"
 
 namespace minimodel {
 namespace {
+
+using testing::random_tokens;
 
 using testing::all_close;
 using testing::expect_matches_torch;
@@ -22,11 +25,6 @@ using testing::throws_invalid_argument;
 
 // float32 sums of O(10) products of O(1) numbers: errors near 1e-6, so 1e-5 is a real bound.
 constexpr double kTolerance = 1e-5;
-
-Tensor3 random_tokens(std::size_t B, std::size_t T, std::size_t d_model, int seed) {
-  xt::random::seed(seed);
-  return xt::random::randn<float>({B, T, d_model});
-}
 
 TEST(MultiHeadAttention, KeepsTheShapeOfBatchedInput) {
   MultiHeadAttention mha(16, 4, 0);

@@ -6,10 +6,13 @@
 
 #include "minimodel/attention/attention.hpp"
 #include "support/checks.hpp"
+#include "support/random_tokens.hpp"
 #include "support/torch_parity.hpp"
 
 namespace minimodel {
 namespace {
+
+using testing::random_tokens;
 
 using testing::all_close;
 using testing::expect_matches_torch;
@@ -17,11 +20,6 @@ using testing::expect_matches_torch;
 // Masked keys get exactly zero weight (exp(-1e9) == 0 in float32), so earlier positions cannot
 // see a later change at all; 1e-6 only allows for a different summation order.
 constexpr double kCausalTolerance = 1e-6;
-
-Tensor3 random_tokens(std::size_t B, std::size_t T, std::size_t d_model, int seed) {
-  xt::random::seed(seed);
-  return xt::random::randn<float>({B, T, d_model});
-}
 
 TEST(CausalMask, IsZeroOnAndBelowTheDiagonalAndMaskedAbove) {
   const Tensor2 mask = causal_mask(4);

@@ -12,10 +12,13 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/gpt2_attention.hpp"
 #include "support/checks.hpp"
+#include "support/random_tokens.hpp"
 #include "support/fixtures.hpp"
 
 namespace minimodel {
 namespace {
+
+using testing::random_tokens;
 
 using testing::all_close;
 using testing::throws_invalid_argument;
@@ -31,11 +34,6 @@ constexpr double kEquivalenceTolerance = 1e-6;
 constexpr double kCausalTolerance = 1e-6;
 // Parity with torch: fixtures are float32 results of a float64 run; 1e-5 absolute as labs 01-02.
 constexpr double kTorchTolerance = 1e-5;
-
-Tensor3 random_tokens(std::size_t B, std::size_t T, std::size_t d_model, int seed) {
-  xt::random::seed(seed);
-  return xt::random::randn<float>({B, T, d_model});
-}
 
 // A layer with unit-scale random weights (peakier attention than GPT-2's 0.02 init), biases
 // N(0, bias_std²); bias_std = 0 gives zero biases.

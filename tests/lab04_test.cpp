@@ -11,10 +11,13 @@
 
 #include "minimodel/attention/attention_block.hpp"
 #include "support/checks.hpp"
+#include "support/random_tokens.hpp"
 #include "support/fixtures.hpp"
 
 namespace minimodel {
 namespace {
+
+using testing::random_tokens;
 
 using testing::all_close;
 using testing::Fixture;
@@ -28,11 +31,6 @@ constexpr double kVarianceTolerance = 2e-5;
 // Parity with torch: fixtures are float32 roundings of a float64 run, outputs are O(1), and a
 // float32 block reaches about 1e-6; 1e-5 absolute leaves a 10x margin (tests/fixtures/README.md).
 constexpr double kTorchTolerance = 1e-5;
-
-Tensor3 random_tokens(std::size_t B, std::size_t T, std::size_t d_model, int seed) {
-  xt::random::seed(seed);
-  return xt::random::randn<float>({B, T, d_model});
-}
 
 // (B, T, d_model) -> (B, T): the mean and the biased variance of every row, in double.
 xt::xtensor<double, 2> row_means(const Tensor3& y) {

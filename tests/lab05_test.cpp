@@ -14,11 +14,14 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/rope.hpp"
 #include "support/checks.hpp"
+#include "support/random_tokens.hpp"
 #include "support/fixtures.hpp"
 #include "workbench/npy_io.hpp"
 
 namespace minimodel {
 namespace {
+
+using testing::random_tokens;
 
 using testing::all_close;
 using testing::Fixture;
@@ -41,11 +44,6 @@ constexpr double kCausalTolerance = 1e-6;
 Tensor2 random_rows(std::size_t T, std::size_t d, int seed) {
   xt::random::seed(seed);
   return xt::random::randn<float>({T, d});
-}
-
-Tensor3 random_tokens(std::size_t B, std::size_t T, std::size_t d_model, int seed) {
-  xt::random::seed(seed);
-  return xt::random::randn<float>({B, T, d_model});
 }
 
 // W_Q, W_K, W_V, W_O drawn as lab 01's seeded constructor draws them.

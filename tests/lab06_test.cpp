@@ -14,11 +14,14 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/cross_attention.hpp"
 #include "support/checks.hpp"
+#include "support/random_tokens.hpp"
 #include "support/fixtures.hpp"
 #include "workbench/npy_io.hpp"
 
 namespace minimodel {
 namespace {
+
+using testing::random_tokens;
 
 using testing::all_close;
 using testing::throws_invalid_argument;
@@ -29,11 +32,6 @@ constexpr double kTolerance = 1e-5;
 // implementation reaches ~1e-6, so 1e-5 absolute leaves headroom and still catches any slip.
 constexpr double kTorchTolerance = 1e-5;
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-Tensor3 random_tokens(std::size_t B, std::size_t T, std::size_t d_model, int seed) {
-  xt::random::seed(seed);
-  return xt::random::randn<float>({B, T, d_model});
-}
 
 std::optional<Tensor1> random_bias(std::size_t d_model, int seed) {
   xt::random::seed(seed);

@@ -1,5 +1,6 @@
 // Tests of the line plots: PNGs that decode, sizes, series colours, legend placement, log axes,
 // atomic writes and the validation messages. Pixels are found by colour, not by the layout code.
+#include "support/decoded_png.hpp"
 #include "workbench/line_plot.hpp"
 
 #include <cairo.h>
@@ -20,6 +21,10 @@
 #include <vector>
 
 namespace fs = std::filesystem;
+using minimodel::testing::DecodedPng;
+using minimodel::testing::describe;
+using minimodel::testing::near;
+using minimodel::testing::Rgb8;
 using workbench::render_line_plot;
 using workbench::render_line_plots;
 
@@ -48,45 +53,10 @@ class TempDir {
   fs::path path_;
 };
 
-struct Rgb8 {
-  int r, g, b;
-};
-
 constexpr Rgb8 kWhite{255, 255, 255};
 constexpr Rgb8 kBlue{0x1f, 0x77, 0xb4};    // tab10, series 0
 constexpr Rgb8 kOrange{0xff, 0x7f, 0x0e};  // tab10, series 1
 constexpr Rgb8 kFrameGrey{64, 64, 64};
-
-bool near(Rgb8 c, Rgb8 want, int tolerance = 12) {
-  return std::abs(c.r - want.r) <= tolerance && std::abs(c.g - want.g) <= tolerance &&
-         std::abs(c.b - want.b) <= tolerance;
-}
-
-std::string describe(Rgb8 c) {
-  return "(" + std::to_string(c.r) + ", " + std::to_string(c.g) + ", " + std::to_string(c.b) + ")";
-}
-
-/// A PNG decoded by cairo, with pixel access.
-class DecodedPng {
- public:
-  explicit DecodedPng(const fs::path& path)
-      : surface_(cairo_image_surface_create_from_png(path.c_str()), cairo_surface_destroy) {}
-  cairo_status_t status() const { return cairo_surface_status(surface_.get()); }
-  int width() const { return cairo_image_surface_get_width(surface_.get()); }
-  int height() const { return cairo_image_surface_get_height(surface_.get()); }
-  Rgb8 at(int x, int y) const {
-    cairo_surface_flush(surface_.get());
-    const unsigned char* row = cairo_image_surface_get_data(surface_.get()) +
-                               y * cairo_image_surface_get_stride(surface_.get());
-    // RGB24 and ARGB32 pixels are native-endian 32-bit words 0xAARRGGBB.
-    const auto p = reinterpret_cast<const std::uint32_t*>(row)[x];
-    return {static_cast<int>((p >> 16) & 0xff), static_cast<int>((p >> 8) & 0xff),
-            static_cast<int>(p & 0xff)};
-  }
-
- private:
-  std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface_;
-};
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
