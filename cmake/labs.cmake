@@ -1,3 +1,6 @@
+# The labs, from their registry labs/labs.json: every lab's targets and tests are made in a loop
+# over it, so adding a lab never means editing a CMake file.
+
 # minimodel_discover_tests(TARGET PREFIX LABELS)
 #
 # gtest_discover_tests, with every discovered test labelled LABELS. (Its own PROPERTIES option
@@ -10,49 +13,101 @@ function(minimodel_discover_tests target prefix labels)
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})  # after the discovery
 endfunction()
 
-# minimodel_lab(NN SLUG LEARNER_FILE...)
+# minimodel_read_registry(JSON_FILE)
 #
-# For lab NN: tests/labNN_test.cpp and verify/labNN_verify.cpp are compiled once (xtensor is slow
-# to compile) and linked against each implementation, giving
+# Sets, in the caller's scope: MINIMODEL_LABS (the lab numbers in order) and, for each lab NN,
+# MINIMODEL_LAB_NN_SLUG, MINIMODEL_LAB_NN_LEARNER_FILES, MINIMODEL_LAB_NN_REFERENCE_FILES and
+# MINIMODEL_LAB_NN_{TESTS,VERIFY,EXPERIMENT} (paths from the registry's "layout" patterns).
+function(minimodel_read_registry json_file)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${json_file})
+  file(READ ${json_file} registry)
+  string(JSON learner_root GET "${registry}" layout learner_root)
+  string(JSON reference_root GET "${registry}" layout reference_root)
+  string(JSON n_labs LENGTH "${registry}" labs)
+  set(numbers "")
+  math(EXPR last "${n_labs} - 1")
+  foreach(i RANGE ${last})
+    string(JSON number GET "${registry}" labs ${i} number)
+    string(JSON slug GET "${registry}" labs ${i} slug)
+    list(APPEND numbers ${number})
+    set(MINIMODEL_LAB_${number}_SLUG ${slug} PARENT_SCOPE)
+    foreach(kind IN ITEMS tests verify experiment)
+      string(JSON pattern GET "${registry}" layout ${kind})
+      string(REPLACE "{number}" "${number}" path "${pattern}")
+      string(REPLACE "{slug}" "${slug}" path "${path}")
+      string(TOUPPER ${kind} KIND)
+      set(MINIMODEL_LAB_${number}_${KIND} ${path} PARENT_SCOPE)
+    endforeach()
+    string(JSON n_files LENGTH "${registry}" labs ${i} learner_files)
+    set(learner "")
+    set(reference "")
+    math(EXPR last_file "${n_files} - 1")
+    foreach(j RANGE ${last_file})
+      string(JSON file GET "${registry}" labs ${i} learner_files ${j})
+      list(APPEND learner ${file})
+      string(REGEX REPLACE "^${learner_root}" "${reference_root}" reference_file "${file}")
+      list(APPEND reference ${reference_file})
+    endforeach()
+    set(MINIMODEL_LAB_${number}_LEARNER_FILES ${learner} PARENT_SCOPE)
+    set(MINIMODEL_LAB_${number}_REFERENCE_FILES ${reference} PARENT_SCOPE)
+  endforeach()
+  set(MINIMODEL_LABS ${numbers} PARENT_SCOPE)
+endfunction()
+
+# minimodel_lab(NN)
+#
+# For lab NN: its tests and verify program are compiled once (xtensor is slow to compile) and
+# linked against each implementation, giving
 #   bin/test-labNN-{learner,reference}    GoogleTest, ctest names labNN.<impl>.<Suite>.<Test>
 #   bin/verify-labNN-{learner,reference}  the verify program, ctest name labNN.<impl>.verify
-# with ctest labels <impl> and labNN, plus labNN.stubs (label "stubs"): the pristine learner
-# stubs must fail every learner test with a TODO message, without crashing.
-function(minimodel_lab number slug)
+# Labels: a learner's tests carry "learner" and "labNN" (so `ctest --preset learner -L labNN`
+# runs one lab's); the reference's carry "reference"; verify programs also "verify".
+# labNN.reference.artifacts checks the reference's artifacts, and labNN.stubs (label "stubs")
+# that the pristine learner stubs fail every learner test with a TODO message, without crashing.
+# A lab whose tests or verify program do not exist yet gets no targets: `workbook dev-check`
+# names what it lacks.
+function(minimodel_lab number)
   set(lab lab${number})
-  set(learner_files ${ARGN})
+  set(tests ${MINIMODEL_LAB_${number}_TESTS})
+  set(verify ${MINIMODEL_LAB_${number}_VERIFY})
+  foreach(file IN ITEMS ${tests} ${verify})
+    if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${file})
+      message(STATUS "lab ${number}: no ${file} yet, so no targets (workbook dev-check lists what it lacks)")
+      return()
+    endif()
+  endforeach()
 
-  add_library(${lab}_test_objects OBJECT tests/${lab}_test.cpp)
+  add_library(${lab}_test_objects OBJECT ${tests})
   target_link_libraries(${lab}_test_objects PUBLIC minimodel_test_support PRIVATE minimodel_warnings)
-  add_library(${lab}_verify_objects OBJECT verify/${lab}_verify.cpp)
-  target_link_libraries(${lab}_verify_objects PUBLIC workbench PRIVATE minimodel_warnings)
-  target_include_directories(${lab}_verify_objects PRIVATE src)
+  add_library(${lab}_verify_objects OBJECT ${verify})
+  target_link_libraries(${lab}_verify_objects PUBLIC lab_setup PRIVATE minimodel_warnings)
 
   foreach(impl IN ITEMS learner reference)
     add_executable(test-${lab}-${impl})
     target_link_libraries(test-${lab}-${impl} PRIVATE ${lab}_test_objects minimodel_${impl} GTest::gtest_main)
-    minimodel_discover_tests(test-${lab}-${impl} "${lab}.${impl}." "${impl};${lab}")
-
     add_executable(verify-${lab}-${impl})
-    target_link_libraries(verify-${lab}-${impl} PRIVATE ${lab}_verify_objects workbench minimodel_${impl})
+    target_link_libraries(verify-${lab}-${impl} PRIVATE ${lab}_verify_objects minimodel_${impl})
     add_test(NAME ${lab}.${impl}.verify COMMAND verify-${lab}-${impl})
-    set_tests_properties(${lab}.${impl}.verify PROPERTIES LABELS "${impl};${lab};verify")
   endforeach()
+  minimodel_discover_tests(test-${lab}-learner "${lab}.learner." "learner;${lab}")
+  minimodel_discover_tests(test-${lab}-reference "${lab}.reference." "reference")
+  set_tests_properties(${lab}.learner.verify PROPERTIES LABELS "learner;${lab};verify")
+  set_tests_properties(${lab}.reference.verify PROPERTIES LABELS "reference;verify")
 
   # The reference's artifacts, in the folder its verify program just wrote.
   set_tests_properties(${lab}.reference.verify PROPERTIES FIXTURES_SETUP ${lab}_reference_artifacts)
   add_test(NAME ${lab}.reference.artifacts
-           COMMAND check-artifacts ${PROJECT_SOURCE_DIR}/experiments/${number}-${slug}/reference)
-  set_tests_properties(${lab}.reference.artifacts PROPERTIES LABELS "reference;${lab}"
+           COMMAND check-artifacts ${PROJECT_SOURCE_DIR}/${MINIMODEL_LAB_${number}_EXPERIMENT}/reference)
+  set_tests_properties(${lab}.reference.artifacts PROPERTIES LABELS "reference"
                        FIXTURES_REQUIRED ${lab}_reference_artifacts)
 
   add_test(NAME ${lab}.stubs
            COMMAND ${CMAKE_COMMAND} -DLAB=${number} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
-                   "-DLEARNER_FILES=${learner_files}"
+                   "-DLEARNER_FILES=${MINIMODEL_LAB_${number}_LEARNER_FILES}"
                    -DTEST_EXE=$<TARGET_FILE:test-${lab}-learner>
                    -DVERIFY_EXE=$<TARGET_FILE:verify-${lab}-learner>
                    -DWORK_DIR=${PROJECT_BINARY_DIR}/stub-check/${lab}
                    -P ${PROJECT_SOURCE_DIR}/cmake/check_stubs.cmake)
-  set_tests_properties(${lab}.stubs PROPERTIES LABELS "stubs;${lab}"
+  set_tests_properties(${lab}.stubs PROPERTIES LABELS "stubs"
                        SKIP_REGULAR_EXPRESSION "pristine-stub check skipped")
 endfunction()

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libxtensor-dev xtl-dev libxtensor-blas-dev libopenblas-dev
-  libgtest-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev nlohmann-json3-dev libcli11-dev libpugixml-dev clang-format
   libcairo2-dev fonts-dejavu-core
 )
 [[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy)

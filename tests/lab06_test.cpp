@@ -16,7 +16,7 @@
 #include "support/checks.hpp"
 #include "support/random_tokens.hpp"
 #include "support/fixtures.hpp"
-#include "workbench/npy_io.hpp"
+#include "tensors/npy_io.hpp"
 
 namespace minimodel {
 namespace {

@@ -2,8 +2,10 @@
 // .npy input.
 #include <cairo.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -21,10 +23,13 @@
 #include <xtensor/xtensor.hpp>
 #include <xtensor/xtensor_config.hpp>
 
+#include "figures/heatmap.hpp"
 #include "support/decoded_png.hpp"
-#include "workbench/heatmap.hpp"
-#include "workbench/manifest.hpp"
-#include "workbench/npy_io.hpp"
+#include "tensors/npy_io.hpp"
+#include "util/files.hpp"
+#include "util/process.hpp"
+#include "util/text.hpp"
+#include "verify_frame/manifest.hpp"
 
 namespace fs = std::filesystem;
 using minimodel::testing::DecodedPng;
@@ -58,10 +63,7 @@ class Heatmap : public WorkbenchTest {};
 class AtomicWrite : public WorkbenchTest {};
 class NpyIo : public WorkbenchTest {};
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using workbench::read_file;
 
 constexpr Rgb8 kYellow{0xfd, 0xe7, 0x25};  // viridis at vmax
 constexpr Rgb8 kPurple{0x44, 0x01, 0x54};  // viridis at vmin
@@ -319,7 +321,7 @@ TEST_F(Heatmap, AcceptsLabelsAndAnEmptyGridSlot) {
   EXPECT_EQ(DecodedPng(png).status(), CAIRO_STATUS_SUCCESS);
 }
 
-// --- write_json_atomically / write_text_atomically ---------------------------------------------
+// --- write_json_atomically / write_file_atomically ---------------------------------------------
 
 TEST_F(AtomicWrite, JsonRoundTripsThroughParse) {
   const nlohmann::json doc = {{"lab", "01"},
@@ -344,13 +346,13 @@ TEST_F(AtomicWrite, OverwritesAnExistingFile) {
 TEST_F(AtomicWrite, TextIsWrittenVerbatim) {
   const fs::path path = dir_ / "verify_output.txt";
   const std::string text = "[PASS] rows sum to 1\n[FAIL] causality: 0.25\nno newline at end";
-  workbench::write_text_atomically(path, text);
+  workbench::write_file_atomically(path, text);
   EXPECT_EQ(read_file(path), text);
 }
 
 TEST_F(AtomicWrite, CreatesMissingFoldersAndLeavesNoTemporaryFile) {
   const fs::path path = dir_ / "experiments" / "01" / "out.txt";
-  workbench::write_text_atomically(path, "hello\n");
+  workbench::write_file_atomically(path, "hello\n");
   EXPECT_EQ(read_file(path), "hello\n");
   EXPECT_FALSE(fs::exists(dir_ / "experiments" / "01" / "out.txt.tmp"));
   EXPECT_EQ(std::distance(fs::directory_iterator(path.parent_path()), fs::directory_iterator()), 1);
@@ -369,16 +371,86 @@ TEST_F(AtomicWrite, UnwritablePathThrowsAndKeepsTheOldFile) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(below_file.string()), std::string::npos) << e.what();
   }
-  EXPECT_THROW(workbench::write_text_atomically(below_file, "x"), std::runtime_error);
+  EXPECT_THROW(workbench::write_file_atomically(below_file, "x"), std::runtime_error);
   EXPECT_EQ(read_file(old_file), before);
 }
 
 TEST_F(AtomicWrite, TargetThatIsAFolderThrowsAndLeavesNoTemporaryFile) {
   const fs::path folder = dir_ / "taken";
   fs::create_directories(folder / "inside");
-  EXPECT_THROW(workbench::write_text_atomically(folder, "x"), std::runtime_error);
+  EXPECT_THROW(workbench::write_file_atomically(folder, "x"), std::runtime_error);
   EXPECT_TRUE(fs::is_directory(folder / "inside"));
-  EXPECT_FALSE(fs::exists(dir_ / "taken.tmp"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1)
+      << "the temporary file is gone";
+}
+
+TEST_F(AtomicWrite, LeavesAFileThatLooksLikeATemporaryAlone) {
+  // An earlier writer used <name>.tmp; a learner's file of that name must survive.
+  std::ofstream(dir_ / "out.txt.tmp") << "mine\n";
+  workbench::write_file_atomically(dir_ / "out.txt", "new\n");
+  EXPECT_EQ(read_file(dir_ / "out.txt.tmp"), "mine\n");
+  EXPECT_EQ(read_file(dir_ / "out.txt"), "new\n");
+}
+
+TEST_F(AtomicWrite, NewFilesGetTheUsualPermissions) {
+  const mode_t old_mask = umask(022);
+  workbench::write_file_atomically(dir_ / "out.txt", "x");
+  umask(old_mask);
+  EXPECT_EQ(fs::status(dir_ / "out.txt").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+}
+
+// --- run_captured / run_process ----------------------------------------------------------------
+
+TEST(ChildProcess, CapturesOutputAndStreamsItLineByLine) {
+  std::vector<std::string> lines;
+  workbench::CaptureOptions options;
+  options.on_line = [&](const std::string& line) { lines.push_back(line); };
+  const auto run = workbench::run_captured("sh", {"-c", "echo one; echo two >&2; printf three"}, options);
+  EXPECT_TRUE(run.status.ok()) << run.status.describe();
+  EXPECT_EQ(run.output, "one\ntwo\nthree");
+  EXPECT_EQ(lines, (std::vector<std::string>{"one", "two", "three"}));
+}
+
+TEST(ChildProcess, ReportsTheExitStatusAndTheSignal) {
+  const auto failed = workbench::run_captured("sh", {"-c", "exit 3"});
+  EXPECT_TRUE(failed.status.exited);
+  EXPECT_EQ(failed.status.code, 3);
+  EXPECT_EQ(failed.status.describe(), "exit status 3");
+  const auto killed = workbench::run_captured("sh", {"-c", "kill -SEGV $$"});
+  EXPECT_FALSE(killed.status.exited);
+  EXPECT_EQ(killed.status.describe().rfind("signal 11", 0), 0u) << killed.status.describe();
+}
+
+TEST(ChildProcess, StopsAChildThatRunsPastItsTimeLimit) {
+  workbench::CaptureOptions options;
+  options.time_limit = std::chrono::seconds(1);
+  const auto start = std::chrono::steady_clock::now();
+  // The shell's own child holds the output pipe too: the whole process group must go.
+  const auto run = workbench::run_captured("sh", {"-c", "echo started; sleep 60; echo never"}, options);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(run.status.timed_out);
+  EXPECT_FALSE(run.status.ok());
+  EXPECT_EQ(run.output, "started\n");
+  EXPECT_LT(took, std::chrono::seconds(20));
+}
+
+TEST(ChildProcess, AProgramThatCannotStartThrowsNamingIt) {
+  try {
+    workbench::run_captured("/nonexistent/program", {});
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/program"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(workbench::run_process("/nonexistent/program", {}), std::runtime_error);
+}
+
+// --- trim ---------------------------------------------------------------------------------------
+
+TEST(Text, TrimRemovesEveryKindOfSurroundingWhitespace) {
+  EXPECT_EQ(workbench::trim(" \t\r\n\f\vword  word\r\n"), "word  word");
+  EXPECT_EQ(workbench::trim(" \n\t"), "");
+  EXPECT_EQ(workbench::split_lines("a\r\nb\n\nc"), (std::vector<std::string>{"a", "b", "", "c"}));
 }
 
 // --- environment_facts ------------------------------------------------------------------------
@@ -472,7 +544,7 @@ TEST_F(NpyBoolTest, RejectsOtherDtypesAndTruncatedFiles) {
 TEST_F(NpyIo, LoadNpyI64ReadsAnInt64File) {
   const xt::xtensor<std::int64_t, 1> positions = {3, 4, -5, 9000000000};
   const fs::path path = dir_ / "positions.npy";
-  workbench::write_text_atomically(path, xt::dump_npy(positions));
+  workbench::write_file_atomically(path, xt::dump_npy(positions));
   const xt::xarray<std::int64_t> loaded = workbench::load_npy_i64(path);
   ASSERT_EQ(loaded.dimension(), 1u);
   ASSERT_EQ(loaded.size(), 4u);
@@ -497,7 +569,7 @@ TEST_F(NpyIo, LoadNpyI64RejectsATruncatedFile) {
   std::string bytes = xt::dump_npy(positions);
   bytes.resize(bytes.size() - 4);  // half of the last element missing
   const fs::path path = dir_ / "short.npy";
-  workbench::write_text_atomically(path, bytes);
+  workbench::write_file_atomically(path, bytes);
   try {
     workbench::load_npy_i64(path);
     FAIL() << "no exception";

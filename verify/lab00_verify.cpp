@@ -6,8 +6,8 @@
 #include <xtensor/xmath.hpp>
 
 #include "minimodel/attention/attention.hpp"
-#include "workbench/heatmap.hpp"
-#include "workbench/verify_run.hpp"
+#include "figures/heatmap.hpp"
+#include "lab_setup.hpp"
 
 using minimodel::Tensor2;
 
@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   const workbench::VerifySpec spec{
       "00-attention-by-hand", 0,
       {{"x", "I (2 x 2)"}, {"w_q", "I"}, {"w_k", "[[0, 1], [1, 0]]"}, {"w_v", "diag(2, 3)"}, {"d_head", 2}}};
-  return workbench::run_verify(argc, argv, spec, [](workbench::VerifyRun& run) {
+  return lab_setup::run(argc, argv, spec, [](workbench::VerifyRun& run) {
     constexpr double kTolerance = 1e-5;  // float32 on O(1) numbers is good to ~1e-7
     const Tensor2 x = {{1, 0}, {0, 1}};
     const Tensor2 w_q = {{1, 0}, {0, 1}}, w_k = {{0, 1}, {1, 0}}, w_v = {{2, 0}, {0, 3}};

@@ -7,26 +7,24 @@
 
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/shapes.hpp"
-#include "workbench/heatmap.hpp"
-#include "workbench/toy_sentence.hpp"
-#include "workbench/verify_run.hpp"
+#include "figures/heatmap.hpp"
+#include "lab_setup.hpp"
+
+using lab_setup::embed_tokens;
+using lab_setup::kDModel;
+using lab_setup::kHeads;
+using lab_setup::kSeed;
+using lab_setup::toy_sentence;
 
 using minimodel::MultiHeadAttention;
 using minimodel::Tensor2;
 
 int main(int argc, char** argv) {
-  constexpr std::size_t kDModel = 64, kHeads = 4;
-  constexpr std::uint64_t kSeed = 2024;
-  const workbench::VerifySpec spec{"01-multi-head-attention", kSeed,
-                                   {{"d_model", kDModel},
-                                    {"n_heads", kHeads},
-                                    {"tokens", workbench::toy_sentence()},
-                                    {"embedding_seed", kSeed},
-                                    {"weight_seed", kSeed + 1}}};
-  return workbench::run_verify(argc, argv, spec, [&](workbench::VerifyRun& run) {
+  const workbench::VerifySpec spec{"01-multi-head-attention", kSeed, lab_setup::toy_config()};
+  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
     constexpr double kTolerance = 1e-5;  // float32 sums over d_model = 64 terms
-    const auto& tokens = workbench::toy_sentence();
-    const Tensor2 x = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
+    const auto& tokens = toy_sentence();
+    const Tensor2 x = embed_tokens(tokens);  // (T, d_model)
 
     run.print("Check 1. H = 1 equals lab 00's single_head_attention followed by W_O.");
     MultiHeadAttention one_head(kDModel, 1, kSeed + 1);

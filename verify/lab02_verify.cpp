@@ -5,27 +5,25 @@
 
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/shapes.hpp"
-#include "workbench/heatmap.hpp"
-#include "workbench/toy_sentence.hpp"
-#include "workbench/verify_run.hpp"
+#include "figures/heatmap.hpp"
+#include "lab_setup.hpp"
+
+using lab_setup::embed_tokens;
+using lab_setup::kDModel;
+using lab_setup::kHeads;
+using lab_setup::kSeed;
+using lab_setup::toy_sentence;
 
 using minimodel::MultiHeadAttention;
 using minimodel::Tensor2;
 
 int main(int argc, char** argv) {
-  constexpr std::size_t kDModel = 64, kHeads = 4;
-  constexpr std::uint64_t kSeed = 2024;
   const workbench::VerifySpec spec{"02-causal-mask", kSeed,
-                                   {{"d_model", kDModel},
-                                    {"n_heads", kHeads},
-                                    {"tokens", workbench::toy_sentence()},
-                                    {"embedding_seed", kSeed},
-                                    {"weight_seed", kSeed + 1},
-                                    {"masked_score", minimodel::kMaskedScore}}};
-  return workbench::run_verify(argc, argv, spec, [&](workbench::VerifyRun& run) {
-    const auto& tokens = workbench::toy_sentence();
+                                   lab_setup::toy_config({{"masked_score", minimodel::kMaskedScore}})};
+  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
+    const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size();
-    const Tensor2 x = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
+    const Tensor2 x = embed_tokens(tokens);  // (T, d_model)
 
     run.print("causal_mask(4) (Block A):");
     run.print_matrix("causal_mask(4)", minimodel::causal_mask(4));
@@ -51,7 +49,7 @@ int main(int argc, char** argv) {
     run.print("Perturbation: replace the last token \"" + tokens.back() + "\" with \"she\".");
     auto changed_tokens = tokens;
     changed_tokens.back() = "she";
-    const Tensor2 y_changed = mha.forward(workbench::embed_tokens(changed_tokens, kDModel, kSeed), mask);
+    const Tensor2 y_changed = mha.forward(embed_tokens(changed_tokens), mask);
     run.record("perturbed_output", y_changed, 1e-5);
     auto earlier = xt::range(0, T - 1);
     run.check_max_abs_diff("positions 0..T-2 are unchanged",

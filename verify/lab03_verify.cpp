@@ -8,9 +8,12 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/gpt2_attention.hpp"
 #include "minimodel/shapes.hpp"
-#include "workbench/heatmap.hpp"
-#include "workbench/toy_sentence.hpp"
-#include "workbench/verify_run.hpp"
+#include "figures/heatmap.hpp"
+#include "lab_setup.hpp"
+
+using lab_setup::embed_tokens;
+using lab_setup::kSeed;
+using lab_setup::toy_sentence;
 
 using minimodel::GPT2Attention;
 using minimodel::Tensor1;
@@ -28,20 +31,14 @@ Tensor2 role_block(const Tensor2& c_attn_weight, std::size_t r) {
 
 int main(int argc, char** argv) {
   constexpr std::size_t kDModel = 768, kHeads = 12;  // GPT-2 small
-  constexpr std::uint64_t kSeed = 2024;
-  const workbench::VerifySpec spec{"03-fused-qkv", kSeed,
-                                   {{"d_model", kDModel},
-                                    {"n_heads", kHeads},
-                                    {"tokens", workbench::toy_sentence()},
-                                    {"embedding_seed", kSeed},
-                                    {"weight_seed", kSeed + 1},
-                                    {"init_std", 0.02},
-                                    {"bias_seed", kSeed + 2},
-                                    {"causal", true}}};
-  return workbench::run_verify(argc, argv, spec, [&](workbench::VerifyRun& run) {
-    const auto& tokens = workbench::toy_sentence();
+  const workbench::VerifySpec spec{
+      "03-fused-qkv", kSeed,
+      lab_setup::toy_config({{"init_std", 0.02}, {"bias_seed", kSeed + 2}, {"causal", true}}, kDModel,
+                            kHeads)};
+  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
+    const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size(), d = kDModel;
-    const Tensor2 x = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
+    const Tensor2 x = embed_tokens(tokens, kDModel);  // (T, d_model)
 
     GPT2Attention gpt2(kDModel, kHeads, kSeed + 1);
     const Tensor2 y = gpt2.forward(x);  // causal, as in GPT-2

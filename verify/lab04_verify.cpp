@@ -9,9 +9,14 @@
 
 #include "minimodel/attention/attention_block.hpp"
 #include "minimodel/shapes.hpp"
-#include "workbench/line_plot.hpp"
-#include "workbench/toy_sentence.hpp"
-#include "workbench/verify_run.hpp"
+#include "figures/line_plot.hpp"
+#include "lab_setup.hpp"
+
+using lab_setup::embed_tokens;
+using lab_setup::kDModel;
+using lab_setup::kHeads;
+using lab_setup::kSeed;
+using lab_setup::toy_sentence;
 
 using minimodel::MultiHeadAttention;
 using minimodel::Norm;
@@ -20,8 +25,7 @@ using minimodel::Tensor3;
 
 namespace {
 
-constexpr std::size_t kDModel = 64, kHeads = 4, kDepth = 8;
-constexpr std::uint64_t kSeed = 2024;             // the embedding table
+constexpr std::size_t kDepth = 8;
 constexpr std::uint64_t kWeightSeed = kSeed + 1;  // block i of the stack uses kWeightSeed + i
 
 struct RowStats {
@@ -74,20 +78,14 @@ double max_abs_deviation(const std::vector<double>& values, double target) {
 int main(int argc, char** argv) {
   std::vector<std::uint64_t> stack_seeds;
   for (std::size_t i = 0; i < kDepth; ++i) stack_seeds.push_back(kWeightSeed + i);
-  const workbench::VerifySpec spec{"04-attention-block",
-                                   kSeed,
-                                   {{"d_model", kDModel},
-                                    {"n_heads", kHeads},
-                                    {"tokens", workbench::toy_sentence()},
-                                    {"embedding_seed", kSeed},
-                                    {"weight_seed", kWeightSeed},
-                                    {"layer_norm_eps", 1e-5},
-                                    {"stack_depth", kDepth},
-                                    {"stack_weight_seeds", stack_seeds}}};
-  return workbench::run_verify(argc, argv, spec, [&](workbench::VerifyRun& run) {
-    const auto& tokens = workbench::toy_sentence();
+  const workbench::VerifySpec spec{"04-attention-block", kSeed,
+                                   lab_setup::toy_config({{"layer_norm_eps", 1e-5},
+                                                          {"stack_depth", kDepth},
+                                                          {"stack_weight_seeds", stack_seeds}})};
+  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
+    const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size();
-    const Tensor2 embedded = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
+    const Tensor2 embedded = embed_tokens(tokens);  // (T, d_model)
     const Tensor3 x = xt::reshape_view(embedded, std::array<std::size_t, 3>{1, T, kDModel});
 
     // ---- One block of each kind on the sentence ----

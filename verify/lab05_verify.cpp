@@ -12,10 +12,15 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/rope.hpp"
 #include "minimodel/shapes.hpp"
-#include "workbench/heatmap.hpp"
-#include "workbench/line_plot.hpp"
-#include "workbench/toy_sentence.hpp"
-#include "workbench/verify_run.hpp"
+#include "figures/heatmap.hpp"
+#include "figures/line_plot.hpp"
+#include "lab_setup.hpp"
+
+using lab_setup::embed_tokens;
+using lab_setup::kDModel;
+using lab_setup::kHeads;
+using lab_setup::kSeed;
+using lab_setup::toy_sentence;
 
 using minimodel::Positions;
 using minimodel::RotaryPositionalEmbedding;
@@ -41,24 +46,17 @@ Positions positions_from(std::int64_t first, std::size_t T) {
 
 int main(int argc, char** argv) {
   constexpr float kTheta = 10000.0f;
-  constexpr std::size_t kDHead = 16, kMaxSeqLen = 64, kDModel = 64, kHeads = 4;
+  constexpr std::size_t kDHead = 16, kMaxSeqLen = 64;
   constexpr std::int64_t kMaxOffset = 32, kShift = 10;
-  constexpr std::uint64_t kSeed = 2024;
-  const workbench::VerifySpec spec{"05-rope",
-                                   kSeed,
-                                   {{"theta", kTheta},
-                                    {"d_head", kDHead},
-                                    {"max_seq_len", kMaxSeqLen},
-                                    {"pairing", "interleaved (2k, 2k+1)"},
-                                    {"d_model", kDModel},
-                                    {"n_heads", kHeads},
-                                    {"tokens", workbench::toy_sentence()},
-                                    {"embedding_seed", kSeed},
-                                    {"weight_seed", kSeed + 1},
-                                    {"q_k_seed", kSeed + 2},
-                                    {"offsets", {-kMaxOffset, kMaxOffset}},
-                                    {"shift", kShift}}};
-  return workbench::run_verify(argc, argv, spec, [&](workbench::VerifyRun& run) {
+  const workbench::VerifySpec spec{"05-rope", kSeed,
+                                   lab_setup::toy_config({{"theta", kTheta},
+                                                          {"d_head", kDHead},
+                                                          {"max_seq_len", kMaxSeqLen},
+                                                          {"pairing", "interleaved (2k, 2k+1)"},
+                                                          {"q_k_seed", kSeed + 2},
+                                                          {"offsets", {-kMaxOffset, kMaxOffset}},
+                                                          {"shift", kShift}})};
+  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
     run.print("RotaryPositionalEmbedding(theta 10000, d_head 16, max_seq_len 64) (Block A):");
     const RotaryPositionalEmbedding rope(kTheta, kDHead, kMaxSeqLen);
     run.print("  cos table " + minimodel::shape_of(rope.cos_table()) + ", sin table " +
@@ -120,9 +118,9 @@ int main(int argc, char** argv) {
 
     run.print(
         "Checks 6-8. Causal self-attention with RoPE over the sentence, H = 4, d_model = 64.");
-    const auto& tokens = workbench::toy_sentence();
+    const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size();
-    const Tensor2 embedded = workbench::embed_tokens(tokens, kDModel, kSeed);  // (T, d_model)
+    const Tensor2 embedded = embed_tokens(tokens);  // (T, d_model)
     const Tensor3 x3 = xt::reshape_view(embedded, std::array<std::size_t, 3>{1, T, kDModel});
     const minimodel::MultiHeadAttention weights(kDModel, kHeads, kSeed + 1);
     auto attend = [&](const Tensor3& input, const Tensor2& w_q, const Tensor2& w_k,
@@ -148,7 +146,7 @@ int main(int argc, char** argv) {
 
     auto changed_tokens = tokens;
     changed_tokens.back() = "she";
-    const Tensor2 changed = workbench::embed_tokens(changed_tokens, kDModel, kSeed);
+    const Tensor2 changed = embed_tokens(changed_tokens);
     const Tensor3 changed3 = xt::reshape_view(changed, std::array<std::size_t, 3>{1, T, kDModel});
     const Tensor3 y_changed =
         attend(changed3, weights.w_q(), weights.w_k(), positions_from(0, T)).output;

@@ -12,9 +12,14 @@
 
 #include "minimodel/attention/cross_attention.hpp"
 #include "minimodel/shapes.hpp"
-#include "workbench/heatmap.hpp"
-#include "workbench/toy_sentence.hpp"
-#include "workbench/verify_run.hpp"
+#include "figures/heatmap.hpp"
+#include "lab_setup.hpp"
+
+using lab_setup::embed_tokens;
+using lab_setup::kDModel;
+using lab_setup::kHeads;
+using lab_setup::kSeed;
+using lab_setup::toy_sentence;
 
 using minimodel::CrossAttentionOptions;
 using minimodel::MultiheadCrossAttention;
@@ -25,22 +30,21 @@ using minimodel::Tensor4;
 
 namespace {
 
-constexpr std::size_t kDModel = 64, kHeads = 4, kQueries = 5, kPadded = 3;
-constexpr std::uint64_t kSeed = 2024;  // embeddings; weights kSeed + 1, biases kSeed + 2
+constexpr std::size_t kQueries = 5, kPadded = 3;
 constexpr std::uint64_t kDropoutSeed = 2027;
 constexpr float kDropout = 0.1f;
 constexpr float kBiasScale = 0.1f;
 
 const std::vector<std::string>& decoder_tokens() {
-  static const std::vector<std::string> tokens(workbench::toy_sentence().begin(),
-                                               workbench::toy_sentence().begin() + kQueries);
+  static const std::vector<std::string> tokens(toy_sentence().begin(),
+                                               toy_sentence().begin() + kQueries);
   return tokens;
 }
 
 // Two encoder sequences of 8 positions; the second ends in 3 <pad>.
 const std::vector<std::vector<std::string>>& encoder_tokens() {
   static const std::vector<std::vector<std::string>> tokens = {
-      workbench::toy_sentence(),
+      toy_sentence(),
       {"<bos>", "we", "rest", ",", "they", "<pad>", "<pad>", "<pad>"}};
   return tokens;
 }
@@ -49,7 +53,7 @@ const std::vector<std::vector<std::string>>& encoder_tokens() {
 Tensor3 embed_batch(const std::vector<std::vector<std::string>>& sequences) {
   Tensor3 batch({sequences.size(), sequences[0].size(), kDModel});
   for (std::size_t b = 0; b < sequences.size(); ++b)
-    xt::view(batch, b) = workbench::embed_tokens(sequences[b], kDModel, kSeed);
+    xt::view(batch, b) = embed_tokens(sequences[b]);
   return batch;
 }
 
@@ -81,7 +85,7 @@ int main(int argc, char** argv) {
                                     {"bias_scale", kBiasScale},
                                     {"dropout", kDropout},
                                     {"dropout_seed", kDropoutSeed}}};
-  return workbench::run_verify(argc, argv, spec, [&](workbench::VerifyRun& run) {
+  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
     constexpr double kTolerance = 1e-5;  // float32 sums over S = 8 keys and d_model = 64 terms
     const auto& encoder = encoder_tokens();
     const std::size_t B = encoder.size(), T = kQueries, S = encoder[0].size();

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <xtensor/xarray.hpp>
 
-#include "workbench/npy_io.hpp"
+#include "tensors/npy_io.hpp"
 
 namespace minimodel::testing {
 

@@ -8,6 +8,7 @@
 
 #include "minimodel/attention/attention_block.hpp"
 #include "minimodel/shapes.hpp"
+#include "minimodel/todo.hpp"
 
 namespace minimodel {
 

@@ -1,6 +1,7 @@
 // Lab 02: the causal (look-back-only) mask.
 // Read labs/02-causal-mask.md first. The API and its shapes are in attention.hpp.
 #include "minimodel/attention/attention.hpp"
+#include "minimodel/todo.hpp"
 
 namespace minimodel {
 

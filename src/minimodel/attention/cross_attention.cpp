@@ -13,6 +13,7 @@
 
 #include "minimodel/attention/cross_attention.hpp"
 #include "minimodel/shapes.hpp"
+#include "minimodel/todo.hpp"
 
 namespace minimodel {
 

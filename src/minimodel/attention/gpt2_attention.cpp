@@ -10,6 +10,7 @@
 
 #include "minimodel/attention/gpt2_attention.hpp"
 #include "minimodel/shapes.hpp"
+#include "minimodel/todo.hpp"
 
 namespace minimodel {
 

@@ -9,6 +9,7 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/rope.hpp"
 #include "minimodel/shapes.hpp"
+#include "minimodel/todo.hpp"
 
 namespace minimodel {
 

@@ -1,0 +1,49 @@
+#pragma once
+// What the labs' verify programs share: the toy model's sizes and seeds, the 8-token sentence they
+// attend over, and the verify frame run for the implementation the program is linked with.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include "minimodel/implementation.hpp"
+#include "tensors/compare.hpp"  // workbench::max_abs_diff
+#include "util/text.hpp"        // workbench::scientific
+#include "verify_frame/verify_run.hpp"
+
+namespace lab_setup {
+
+inline constexpr std::size_t kDModel = 64;  // the toy model of labs 01, 02 and 04–06
+inline constexpr std::size_t kHeads = 4;
+inline constexpr std::uint64_t kSeed = 2024;  // embeddings; weights kSeed + 1, biases kSeed + 2
+
+/// The tiny fixed vocabulary, in id order.
+const std::vector<std::string>& toy_vocabulary();
+
+/// The verify programs' sentence: <bos> I work , you work , he
+const std::vector<std::string>& toy_sentence();
+
+/// Looks each token up in a (vocabulary size, d_model) embedding table drawn from N(0, 1) with
+/// std::mt19937_64(seed): the same token always gets the same row. -> (tokens.size(), d_model)
+/// @throws std::invalid_argument for a token outside the vocabulary.
+xt::xtensor<float, 2> embed_tokens(const std::vector<std::string>& tokens,
+                                   std::size_t d_model = kDModel, std::uint64_t seed = kSeed);
+
+/// The manifest config of a model over the toy sentence: d_model, n_heads, tokens,
+/// embedding_seed (kSeed) and weight_seed (kSeed + 1), plus the program's own settings `extra`.
+nlohmann::json toy_config(const nlohmann::json& extra = nlohmann::json::object(),
+                          std::size_t d_model = kDModel, std::size_t n_heads = kHeads);
+
+/// workbench::run_verify for the implementation this program is linked with (learner or
+/// reference), so that each verify program is only its experiment and its checks. Inline: the
+/// name comes from the implementation the program links, not from this library.
+inline int run(int argc, char** argv, const workbench::VerifySpec& spec,
+               const std::function<void(workbench::VerifyRun&)>& body) {
+  return workbench::run_verify(argc, argv, spec, minimodel::implementation_name(), body);
+}
+
+}  // namespace lab_setup

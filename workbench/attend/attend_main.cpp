@@ -1,0 +1,206 @@
+// The engine behind `workbook attend`: built once per implementation (attend-learner,
+// attend-reference). Loads the inputs, runs that implementation's attention, writes Y and the
+// weights. Exit status: 0 done, 1 a TODO stub was reached, 2 bad input (nothing is written).
+//
+// Which labs' code runs:
+//   no bias, --kv, --key-padding-mask or --rope-theta  lab 01's MultiHeadAttention (+ lab 02's mask)
+//   any of them                                        lab 06's MultiheadCrossAttention, with
+//                                                      lab 05's RoPE as its transform_qk
+//   --block                                            lab 04's attention_block around either
+#include <filesystem>
+#include <functional>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <xtensor/xview.hpp>
+
+#include "attend/attend_options.hpp"
+#include "minimodel/attention/attention.hpp"
+#include "minimodel/attention/attention_block.hpp"
+#include "minimodel/attention/cross_attention.hpp"
+#include "minimodel/attention/rope.hpp"
+#include "minimodel/implementation.hpp"
+#include "minimodel/shapes.hpp"
+#include "minimodel/todo.hpp"
+#include "tensors/npy_io.hpp"
+
+namespace {
+
+using minimodel::shape_of;
+using minimodel::Tensor1;
+using minimodel::Tensor2;
+using minimodel::Tensor3;
+using minimodel::Tensor4;
+
+struct Result {
+  xt::xarray<float> y;     // X's shape
+  xt::xarray<float> attn;  // (H, T, S) for 2-D X, (B, H, T, S) for 3-D X
+};
+
+[[noreturn]] void reject(const std::string& message) { throw std::invalid_argument(message); }
+
+// A 2-D (rows, d) input becomes a batch of one, (1, rows, d).
+Tensor3 as_batch(const xt::xarray<float>& a) {
+  if (a.dimension() == 3) return a;
+  return xt::reshape_view(a, std::array<std::size_t, 3>{1, a.shape()[0], a.shape()[1]});
+}
+
+Tensor2 load_weight(const std::filesystem::path& path, const char* flag, std::size_t d,
+                    const xt::xarray<float>& x) {
+  const xt::xarray<float> w = workbench::load_npy_f32(path);
+  if (w.dimension() != 2 || w.shape()[0] != d || w.shape()[1] != d)
+    reject(std::string(flag) + " " + path.string() + " is " + shape_of(w) + " but X is " +
+           shape_of(x) + ", so it must be (" + std::to_string(d) + ", " + std::to_string(d) + ")");
+  return w;
+}
+
+std::optional<Tensor1> load_bias(const std::filesystem::path& path, const char* flag, std::size_t d) {
+  if (path.empty()) return std::nullopt;
+  const xt::xarray<float> b = workbench::load_npy_f32(path);
+  if (b.dimension() != 1 || b.shape()[0] != d)
+    reject(std::string(flag) + " " + path.string() + " is " + shape_of(b) + " but must be (" +
+           std::to_string(d) + ")");
+  return Tensor1(b);
+}
+
+// (S) or (B, S), matching X's rank -> (B, S).
+minimodel::BoolTensor2 load_padding(const std::filesystem::path& path, const Tensor3& kv, bool batched) {
+  const xt::xarray<bool> m = workbench::load_npy_bool(path);
+  const std::size_t B = kv.shape(0), S = kv.shape(1);
+  const bool ok = batched ? m.dimension() == 2 && m.shape()[0] == B && m.shape()[1] == S
+                          : m.dimension() == 1 && m.shape()[0] == S;
+  if (!ok)
+    reject("--key-padding-mask " + path.string() + " is " + shape_of(m) + " but the keys are " +
+           shape_of(kv) + ", so it must be " +
+           (batched ? "(" + std::to_string(B) + ", " + std::to_string(S) + ")" : "(" + std::to_string(S) + ")"));
+  return xt::reshape_view(m, std::array<std::size_t, 2>{B, S});
+}
+
+minimodel::Positions load_positions(const workbench::AttendOptions& o, std::size_t T) {
+  if (o.positions.empty()) return xt::arange<std::int64_t>(static_cast<std::int64_t>(T));
+  const xt::xarray<std::int64_t> p = workbench::load_npy_i64(o.positions);
+  if (p.dimension() != 1 || p.shape()[0] != T)
+    reject("--positions " + o.positions.string() + " is " + shape_of(p) + " but X has T = " +
+           std::to_string(T) + " tokens, so it must be (" + std::to_string(T) + ")");
+  if (xt::amin(p)() < 0) reject("--positions " + o.positions.string() + " holds a negative position");
+  return p;
+}
+
+Result attend(const workbench::AttendOptions& o) {
+  // 1. Inputs and their shapes.
+  const xt::xarray<float> x_in = workbench::load_npy_f32(o.x);
+  if (x_in.dimension() != 2 && x_in.dimension() != 3)
+    reject("--x " + o.x.string() + " is " + shape_of(x_in) + " but must be (T, d) or (B, T, d)");
+  const bool batched = x_in.dimension() == 3;
+  const Tensor3 x = as_batch(x_in);  // (B, T, d)
+  const std::size_t B = x.shape(0), T = x.shape(1), d = x.shape(2);
+  if (d % o.heads != 0)
+    reject("--heads " + std::to_string(o.heads) + " does not divide d = " + std::to_string(d) +
+           " of X " + shape_of(x_in));
+  const Tensor2 w_q = load_weight(o.w_q, "--wq", d, x_in), w_k = load_weight(o.w_k, "--wk", d, x_in),
+                w_v = load_weight(o.w_v, "--wv", d, x_in), w_o = load_weight(o.w_o, "--wo", d, x_in);
+
+  std::optional<Tensor3> kv;  // (B, S, d)
+  if (!o.kv.empty()) {
+    const xt::xarray<float> kv_in = workbench::load_npy_f32(o.kv);
+    if (kv_in.dimension() != x_in.dimension() || kv_in.shape().back() != d ||
+        (batched && kv_in.shape()[0] != B))
+      reject("--kv " + o.kv.string() + " is " + shape_of(kv_in) + " but X is " + shape_of(x_in) +
+             (batched ? ", so it must be (" + std::to_string(B) + ", S, " : ", so it must be (S, ") +
+             std::to_string(d) + ")");
+    kv = as_batch(kv_in);
+  }
+  const std::size_t S = kv ? kv->shape(1) : T;
+  const bool rope = !std::isnan(o.rope_theta);
+  if (o.causal && S != T)
+    reject("--causal needs as many keys as queries, but X has T = " + std::to_string(T) +
+           " and --kv has S = " + std::to_string(S));
+  if (rope && kv)
+    reject("--rope-theta rotates the queries and keys of self-attention by their positions; "
+           "it cannot be combined with --kv");
+  if (!o.positions.empty() && !rope) reject("--positions needs --rope-theta");
+
+  // 2. The attention: lab 01's layer, or lab 06's when a lab 05/06 feature is asked for.
+  const auto mask = o.causal ? std::optional<Tensor2>(minimodel::causal_mask(T)) : std::nullopt;
+  Tensor4 weights;  // (B, H, T, S) of the last call
+  std::function<Tensor3(const Tensor3&)> attention;
+  std::optional<minimodel::MultiHeadAttention> mha;
+  std::optional<minimodel::MultiheadCrossAttention> cross;
+  std::optional<minimodel::RotaryPositionalEmbedding> rotary;
+  minimodel::CrossAttentionOptions options;
+  const bool general = !o.b_q.empty() || !o.b_k.empty() || !o.b_v.empty() || !o.b_o.empty() ||
+                       kv || !o.key_padding_mask.empty() || rope;
+  if (!general) {
+    mha.emplace(w_q, w_k, w_v, w_o, o.heads);
+    attention = [&](const Tensor3& h) {
+      Tensor3 y = mha->forward(h, mask);
+      weights = mha->attention_weights();
+      return y;
+    };
+  } else {
+    cross.emplace(w_q, w_k, w_v, w_o, load_bias(o.b_q, "--bq", d), load_bias(o.b_k, "--bk", d),
+                  load_bias(o.b_v, "--bv", d), load_bias(o.b_o, "--bo", d), o.heads);
+    if (!o.key_padding_mask.empty()) options.key_padding_mask = load_padding(o.key_padding_mask, kv ? *kv : x, batched);
+    if (mask) options.attn_mask = minimodel::as_attn_mask(*mask);
+    if (rope) {
+      const minimodel::Positions positions = load_positions(o, T);
+      rotary.emplace(o.rope_theta, d / o.heads, static_cast<std::size_t>(xt::amax(positions)()) + 1);
+      options.transform_qk = [&, positions](Tensor4& q, Tensor4& k) {
+        q = rotary->apply(q, positions);
+        k = rotary->apply(k, positions);
+      };
+    }
+    attention = [&](const Tensor3& h) {
+      const Tensor3& source = kv ? *kv : h;  // self-attention attends over its own input
+      minimodel::AttentionOutput r = cross->forward(h, source, source, options);
+      weights = std::move(*r.weights);
+      return std::move(r.output);
+    };
+  }
+
+  // 3. Run it, inside lab 04's block if asked.
+  Tensor3 y = o.block.empty() ? attention(x)
+                              : minimodel::attention_block(x, o.block == "pre-ln" ? minimodel::Norm::pre_ln
+                                                                                  : minimodel::Norm::post_ln,
+                                                           attention);
+  if (batched) return {std::move(y), std::move(weights)};
+  return {xt::view(y, 0), xt::view(weights, 0)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string impl = minimodel::implementation_name();
+  CLI::App app{"Multi-head attention on .npy files with the " + impl + " implementation. " +
+               "Normally run through `workbook attend`."};
+  workbench::AttendOptions options;
+  workbench::add_attend_options(app, options);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "workbook attend: " + std::string(e.what()) + "\n";
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), 2);
+  }
+
+  try {
+    const Result result = attend(options);
+    workbench::save_npy_f32(options.out, result.y);
+    if (!options.attn_out.empty()) {
+      try {
+        workbench::save_npy_f32(options.attn_out, result.attn);
+      } catch (...) {
+        std::filesystem::remove(options.out);  // all or nothing
+        throw;
+      }
+    }
+    return 0;
+  } catch (const minimodel::Todo& e) {
+    std::cerr << "workbook attend --impl " << impl << ": " << e.what() << '\n';
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "workbook attend: " << e.what() << '\n';
+    return 2;
+  }
+}

@@ -1,0 +1,506 @@
+// Line plots drawn with cairo's toy text API and written as PNG by cairo itself; the font, text
+// and tick helpers are shared with the heatmaps (figure_drawing.hpp).
+//
+// Layout: one row of slots, one per plot, 800 px wide for a single plot and 560 px each side by
+// side. Top to bottom: the figure title, the panel titles, the plot areas (all kPlotHeight
+// high), x tick labels and the x-axis title. Left to right in a slot: the y-axis title, y tick
+// labels, the plot area, and the legend when it would cover data in every corner inside.
+//
+// An axis works in units: the value itself, or its log10 on a log axis. A value is mapped to
+// pixels through its fraction of the axis range, which is the data range plus kDataMargin on each
+// side.
+#include "figures/line_plot.hpp"
+
+#include <cairo.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "figure_drawing.hpp"
+
+namespace workbench {
+namespace {
+
+using drawing::Canvas;
+using drawing::crisp;
+using drawing::draw_line;
+using drawing::draw_text;
+using drawing::HAlign;
+using drawing::kAxisTitleSize;
+using drawing::kFigureTitleSize;
+using drawing::kFrame;
+using drawing::kGap;
+using drawing::kMargin;
+using drawing::kPanelTitleSize;
+using drawing::kTickLabelSize;
+using drawing::kTickLength;
+using drawing::kTickPad;
+using drawing::line_height;
+using drawing::max_width;
+using drawing::number;
+using drawing::Rgb;
+using drawing::set_source;
+using drawing::text_width;
+using drawing::VAlign;
+
+// --- Layout constants, in pixels (the shared ones are in figure_drawing.hpp) -------------------
+constexpr double kSingleWidth = 800;      // a figure of one plot
+constexpr double kSideBySideWidth = 560;  // each plot of several
+constexpr double kPlotHeight = 360;       // the plot area, inside the frame
+constexpr double kDataMargin = 0.05;      // of the data range, on each side of each axis
+constexpr double kLineWidth = 2;
+constexpr double kMarkerRadius = 3.5;
+constexpr double kMarkerSpacing = 8;  // markers only when points are this far apart on average
+constexpr double kLegendPad = 8;      // inside the legend box
+constexpr double kLegendInset = 10;   // between the legend box and the frame
+constexpr double kLegendSample = 26;  // length of the line drawn before a label
+constexpr double kLegendRowGap = 4;
+constexpr double kLegendClearance = 4;  // data closer than this to the legend box counts as hidden
+constexpr int kMostLogTicks = 8;
+
+constexpr Rgb kGrid{0.88, 0.88, 0.88};
+constexpr Rgb kMinorGrid{0.93, 0.93, 0.93};
+constexpr Rgb kLegendEdge{0.80, 0.80, 0.80};
+
+/// matplotlib's tab10 (the default colour cycle), reused from the 11th series on.
+Rgb series_colour(std::size_t i) {
+  static constexpr std::array<Rgb, 10> kTab10{{
+      {0x1f / 255.0, 0x77 / 255.0, 0xb4 / 255.0},  // blue
+      {0xff / 255.0, 0x7f / 255.0, 0x0e / 255.0},  // orange
+      {0x2c / 255.0, 0xa0 / 255.0, 0x2c / 255.0},  // green
+      {0xd6 / 255.0, 0x27 / 255.0, 0x28 / 255.0},  // red
+      {0x94 / 255.0, 0x67 / 255.0, 0xbd / 255.0},  // purple
+      {0x8c / 255.0, 0x56 / 255.0, 0x4b / 255.0},  // brown
+      {0xe3 / 255.0, 0x77 / 255.0, 0xc2 / 255.0},  // pink
+      {0x7f / 255.0, 0x7f / 255.0, 0x7f / 255.0},  // grey
+      {0xbc / 255.0, 0xbd / 255.0, 0x22 / 255.0},  // olive
+      {0x17 / 255.0, 0xbe / 255.0, 0xcf / 255.0},  // cyan
+  }};
+  return kTab10[i % kTab10.size()];
+}
+
+// --- Validation ---------------------------------------------------------------------------------
+
+std::string series_name(const LineSeries& s, std::size_t i) {
+  std::string name = "series " + std::to_string(i);
+  if (!s.label.empty()) name += " (\"" + s.label + "\")";
+  return name;
+}
+
+/// `where` starts every message: "render_line_plot: " or "render_line_plots: plot 1 (...): ".
+void validate(const LinePlot& plot, const std::string& where) {
+  if (plot.series.empty()) throw std::invalid_argument(where + "no series to draw");
+  for (std::size_t i = 0; i < plot.series.size(); ++i) {
+    const LineSeries& s = plot.series[i];
+    const std::string name = series_name(s, i);
+    if (s.x.empty() && s.y.empty())
+      throw std::invalid_argument(where + name + " is empty; a series needs at least one point");
+    if (s.x.size() != s.y.size())
+      throw std::invalid_argument(where + name + " has " + std::to_string(s.x.size()) +
+                                  " x values but " + std::to_string(s.y.size()) + " y values");
+    for (std::size_t j = 0; j < s.x.size(); ++j) {
+      for (const auto& [axis, v] : {std::pair{"x", s.x[j]}, std::pair{"y", s.y[j]}}) {
+        if (!std::isfinite(v))
+          throw std::invalid_argument(where + name + " has " + axis + "[" + std::to_string(j) +
+                                      "] = " + number(v) + "; every value must be finite");
+      }
+      if (plot.log_y && s.y[j] <= 0)
+        throw std::invalid_argument(where + "log_y needs every y > 0, but " + name + " has y[" +
+                                    std::to_string(j) + "] = " + number(s.y[j]));
+    }
+  }
+}
+
+// --- Axes ---------------------------------------------------------------------------------------
+
+/// One axis: its range and ticks in units (the value, or its log10 on a log axis).
+struct Axis {
+  bool log = false;
+  double lo = 0, hi = 1;
+  std::vector<double> ticks;  // labelled, with a grid line
+  std::vector<std::string> labels;
+  std::vector<double> minor_ticks;  // log axis: 2..9 times a power of ten, a fainter grid line
+
+  double unit(double v) const { return log ? std::log10(v) : v; }
+  double fraction(double u) const { return (u - lo) / (hi - lo); }  // of the range, for a unit
+};
+
+/// [lo, hi] widened by kDataMargin on each side; a single value gets a range around it.
+std::pair<double, double> padded(double lo, double hi, double least_pad) {
+  if (hi - lo <= 1e-9 * std::max({1.0, std::abs(lo), std::abs(hi)})) {
+    const double pad = std::max(0.1 * std::abs(lo), least_pad);
+    lo -= pad;
+    hi += pad;
+  }
+  const double margin = kDataMargin * (hi - lo);
+  return {lo - margin, hi + margin};
+}
+
+/// Round ticks; with `integers` (every value a whole number, e.g. layers) also whole-number ticks.
+Axis linear_axis(double lo, double hi, bool integers) {
+  Axis axis;
+  std::tie(axis.lo, axis.hi) = padded(lo, hi, 1);
+  const drawing::Ticks ticks = drawing::nice_ticks(axis.lo, axis.hi, integers);
+  axis.ticks = ticks.values;
+  axis.labels = drawing::format_ticks(ticks.values, ticks.step);
+  return axis;
+}
+
+/// Decade ticks labelled 1e-02, 1e-01, ...: every decade, or every 2nd, 5th, 10th, ... when there
+/// are many. A range with fewer than two decades grows to the nearest ones, so that there are
+/// always two labelled ticks to read the scale from.
+Axis log_axis(double lo, double hi) {
+  Axis axis;
+  axis.log = true;
+  std::tie(axis.lo, axis.hi) = padded(std::log10(lo), std::log10(hi), 0.5);
+  auto first = [&] { return std::ceil(axis.lo - 1e-9); };
+  auto last = [&] { return std::floor(axis.hi + 1e-9); };
+  while (last() - first() < 1) {  // grow to the nearer of the next decades
+    if (axis.lo - (first() - 1) <= (last() + 1) - axis.hi)
+      axis.lo = first() - 1;
+    else
+      axis.hi = last() + 1;
+  }
+  double every = 1;  // decades between ticks: 1, 2, 5, 10, 20, 50, ...
+  for (int i = 0; (last() - first()) / every + 1 > kMostLogTicks; ++i)
+    every *= i % 3 == 1 ? 2.5 : 2;
+  char buf[32];
+  for (double k = std::ceil(first() / every) * every; k <= last(); k += every) {
+    axis.ticks.push_back(k);
+    std::snprintf(buf, sizeof buf, "%.0e", std::pow(10.0, k));
+    axis.labels.emplace_back(buf);
+  }
+  if (every == 1) {
+    for (double k = std::floor(axis.lo); k < axis.hi; ++k)
+      for (int m = 2; m <= 9; ++m) {
+        const double u = k + std::log10(m);
+        if (u > axis.lo && u < axis.hi) axis.minor_ticks.push_back(u);
+      }
+  }
+  return axis;
+}
+
+bool is_whole(double v) { return std::floor(v) == v; }
+
+std::pair<Axis, Axis> make_axes(const LinePlot& plot) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double x_lo = kInf, x_hi = -kInf, y_lo = kInf, y_hi = -kInf;
+  bool whole_x = true;
+  for (const LineSeries& s : plot.series) {
+    for (double x : s.x) {
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
+      whole_x = whole_x && is_whole(x);
+    }
+    for (double y : s.y) {
+      y_lo = std::min(y_lo, y);
+      y_hi = std::max(y_hi, y);
+    }
+  }
+  return {linear_axis(x_lo, x_hi, whole_x),
+          plot.log_y ? log_axis(y_lo, y_hi) : linear_axis(y_lo, y_hi, false)};
+}
+
+// --- Layout -------------------------------------------------------------------------------------
+
+struct Box {
+  double left = 0, top = 0, width = 0, height = 0;
+  double right() const { return left + width; }
+  double bottom() const { return top + height; }
+  bool contains(double x, double y, double clearance) const {
+    return x >= left - clearance && x <= right() + clearance && y >= top - clearance &&
+           y <= bottom() + clearance;
+  }
+};
+
+/// Where one plot goes: its plot area (inside the frame) and its legend.
+struct Panel {
+  Axis x, y;
+  Box area;
+  std::vector<std::size_t> legend_entries;  // series with a label, in order
+  Box legend;                               // empty when there are no labels
+  double y_tick_w = 0;                      // of the longest y tick label
+
+  // Pixel coordinates of a unit on each axis, and of a value.
+  double x_at(double u) const { return area.left + x.fraction(u) * area.width; }
+  double y_at(double u) const { return area.bottom() - y.fraction(u) * area.height; }
+  double px(double v) const { return x_at(x.unit(v)); }
+  double py(double v) const { return y_at(y.unit(v)); }
+};
+
+struct Layout {
+  std::vector<Panel> panels;
+  bool figure_title = false;
+  int width = 0, height = 0;
+};
+
+/// True if a point, a marker or a line of `plot` comes within kLegendClearance of `box`. Each
+/// segment is walked in steps of at most 1 px.
+bool covers_data(const Panel& panel, const LinePlot& plot, const Box& box) {
+  const double clearance = kLegendClearance + kMarkerRadius;
+  for (const LineSeries& s : plot.series) {
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      const double x1 = panel.px(s.x[i]), y1 = panel.py(s.y[i]);
+      if (box.contains(x1, y1, clearance)) return true;
+      if (i == 0) continue;
+      const double x0 = panel.px(s.x[i - 1]), y0 = panel.py(s.y[i - 1]);
+      const int steps = static_cast<int>(std::ceil(std::hypot(x1 - x0, y1 - y0)));
+      for (int k = 1; k < steps; ++k) {
+        const double t = static_cast<double>(k) / steps;
+        if (box.contains(x0 + t * (x1 - x0), y0 + t * (y1 - y0), kLegendClearance + kLineWidth))
+          return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// Puts the legend inside the first corner where it hides no data (top right, top left, bottom
+/// right, bottom left), else to the right of the plot area. Returns the width it needs there.
+double place_legend(Panel& panel, const LinePlot& plot) {
+  if (panel.legend_entries.empty()) return 0;
+  Box& legend = panel.legend;
+  const Box& a = panel.area;
+  const double right = a.right() - kLegendInset - legend.width;
+  const double bottom = a.bottom() - kLegendInset - legend.height;
+  const double left = a.left + kLegendInset;
+  const double top = a.top + kLegendInset;
+  for (const auto& [x, y] : {std::pair{right, top}, std::pair{left, top}, std::pair{right, bottom},
+                             std::pair{left, bottom}}) {
+    legend.left = x;
+    legend.top = y;
+    if (!covers_data(panel, plot, legend)) return 0;
+  }
+  legend.left = a.right() + 2 * kGap;
+  legend.top = a.top;
+  return 2 * kGap + legend.width;
+}
+
+/// The plot areas of all panels have the same size; a legend outside widens its panel's slot.
+Layout make_layout(cairo_t* cr, const std::string& figure_title, const std::vector<LinePlot>& plots,
+                   bool panel_titles) {
+  Layout lay;
+  lay.figure_title = !figure_title.empty();
+  const double tick_h = line_height(cr, kTickLabelSize);
+  const double axis_h = line_height(cr, kAxisTitleSize);
+  const double legend_row = line_height(cr, kTickLabelSize);
+
+  // Widest of the slot width and the panel titles, so that no title runs into its neighbour.
+  double slot_w = plots.size() == 1 ? kSingleWidth : kSideBySideWidth;
+  bool any_panel_title = false, any_x_label = false;
+  for (const LinePlot& p : plots) {
+    if (panel_titles && !p.title.empty()) {
+      any_panel_title = true;
+      slot_w =
+          std::max(slot_w, std::ceil(text_width(cr, p.title, kPanelTitleSize, true)) + 2 * kMargin);
+    }
+    any_x_label = any_x_label || !p.x_label.empty();
+  }
+
+  double top = kMargin;
+  if (lay.figure_title) top += std::ceil(line_height(cr, kFigureTitleSize, true) + kGap);
+  if (any_panel_title) top += std::ceil(line_height(cr, kPanelTitleSize, true) + kGap);
+  const double below = kTickLength + kTickPad + tick_h + (any_x_label ? kGap + axis_h : 0);
+  lay.height = static_cast<int>(std::ceil(top + kPlotHeight + below + kMargin));
+
+  // Each panel in its own slot, from x = 0; moved into place below.
+  std::vector<double> slot_widths;
+  for (const LinePlot& plot : plots) {
+    Panel panel;
+    std::tie(panel.x, panel.y) = make_axes(plot);
+    panel.y_tick_w = max_width(cr, panel.y.labels, kTickLabelSize);
+    const double y_title = plot.y_label.empty() ? 0 : axis_h + kGap;
+    const double left = std::ceil(kMargin + y_title + panel.y_tick_w + kTickPad + kTickLength);
+    panel.area = {left, top, std::floor(slot_w - kMargin) - left, kPlotHeight};
+
+    std::vector<std::string> labels;
+    for (std::size_t s = 0; s < plot.series.size(); ++s) {
+      if (plot.series[s].label.empty()) continue;
+      panel.legend_entries.push_back(s);
+      labels.push_back(plot.series[s].label);
+    }
+    const auto rows = static_cast<double>(labels.size());
+    panel.legend.width =
+        std::ceil(2 * kLegendPad + kLegendSample + kGap + max_width(cr, labels, kTickLabelSize));
+    panel.legend.height =
+        std::ceil(2 * kLegendPad + rows * legend_row + std::max(0.0, rows - 1) * kLegendRowGap);
+    slot_widths.push_back(slot_w + place_legend(panel, plot));
+    lay.panels.push_back(panel);
+  }
+
+  double content_w = 0;
+  for (double w : slot_widths) content_w += w;
+  const double title_w =
+      lay.figure_title ? std::ceil(text_width(cr, figure_title, kFigureTitleSize, true)) : 0;
+  lay.width = static_cast<int>(std::ceil(std::max(content_w, title_w + 2 * kMargin)));
+  double slot_x = std::round((lay.width - content_w) / 2);
+  for (std::size_t i = 0; i < plots.size(); ++i) {
+    lay.panels[i].area.left += slot_x;
+    lay.panels[i].legend.left += slot_x;
+    slot_x += slot_widths[i];
+  }
+  return lay;
+}
+
+// --- Drawing ------------------------------------------------------------------------------------
+
+void draw_grid(cairo_t* cr, const Panel& p) {
+  const Box& a = p.area;
+  cairo_set_line_width(cr, 1);
+  set_source(cr, kMinorGrid);
+  for (double u : p.y.minor_ticks)
+    draw_line(cr, a.left, crisp(p.y_at(u)), a.right(), crisp(p.y_at(u)));
+  cairo_stroke(cr);
+  set_source(cr, kGrid);
+  for (double u : p.x.ticks) draw_line(cr, crisp(p.x_at(u)), a.top, crisp(p.x_at(u)), a.bottom());
+  for (double u : p.y.ticks) draw_line(cr, a.left, crisp(p.y_at(u)), a.right(), crisp(p.y_at(u)));
+  cairo_stroke(cr);
+}
+
+/// Markers tell the points apart; on a dense series they would merge into a thick line.
+bool has_markers(const Panel& p, const LineSeries& s) {
+  return static_cast<double>(s.x.size()) * kMarkerSpacing <= p.area.width;
+}
+
+void draw_series(cairo_t* cr, const Panel& p, const LineSeries& s, Rgb colour) {
+  set_source(cr, colour);
+  cairo_set_line_width(cr, kLineWidth);
+  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+  cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+  for (std::size_t i = 0; i < s.x.size(); ++i) {
+    if (i == 0)
+      cairo_move_to(cr, p.px(s.x[i]), p.py(s.y[i]));
+    else
+      cairo_line_to(cr, p.px(s.x[i]), p.py(s.y[i]));
+  }
+  cairo_stroke(cr);
+  if (!has_markers(p, s) && s.x.size() > 1) return;
+  for (std::size_t i = 0; i < s.x.size(); ++i) {
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, p.px(s.x[i]), p.py(s.y[i]), kMarkerRadius, 0, 2 * drawing::kPi);
+  }
+  cairo_fill(cr);
+}
+
+void draw_axes(cairo_t* cr, const Panel& p, const LinePlot& plot) {
+  const Box& a = p.area;
+  set_source(cr, kFrame);
+  cairo_set_line_width(cr, 1);
+  cairo_rectangle(cr, a.left - 0.5, a.top - 0.5, a.width + 1, a.height + 1);
+  for (double u : p.x.ticks) {
+    const double x = crisp(p.x_at(u));
+    draw_line(cr, x, a.bottom() + 1, x, a.bottom() + 1 + kTickLength);
+  }
+  for (double u : p.y.ticks) {
+    const double y = crisp(p.y_at(u));
+    draw_line(cr, a.left - 1, y, a.left - 1 - kTickLength, y);
+  }
+  cairo_stroke(cr);
+
+  const double x_labels_y = a.bottom() + 1 + kTickLength + kTickPad;
+  for (std::size_t i = 0; i < p.x.ticks.size(); ++i)
+    draw_text(cr, p.x.labels[i], p.x_at(p.x.ticks[i]), x_labels_y, kTickLabelSize, HAlign::center,
+              VAlign::top);
+  for (std::size_t i = 0; i < p.y.ticks.size(); ++i)
+    draw_text(cr, p.y.labels[i], a.left - 1 - kTickLength - kTickPad, p.y_at(p.y.ticks[i]),
+              kTickLabelSize, HAlign::right, VAlign::middle);
+
+  const double centre_x = a.left + a.width / 2;
+  draw_text(cr, plot.x_label, centre_x, x_labels_y + line_height(cr, kTickLabelSize) + kGap,
+            kAxisTitleSize, HAlign::center, VAlign::top);
+  const double y_title_x =
+      a.left - 1 - kTickLength - kTickPad - p.y_tick_w - kGap - line_height(cr, kAxisTitleSize) / 2;
+  draw_text(cr, plot.y_label, y_title_x, a.top + a.height / 2, kAxisTitleSize, HAlign::center,
+            VAlign::middle, 90);
+}
+
+void draw_legend(cairo_t* cr, const Panel& p, const LinePlot& plot) {
+  if (p.legend_entries.empty()) return;
+  const Box& box = p.legend;
+  cairo_rectangle(cr, box.left + 0.5, box.top + 0.5, box.width - 1, box.height - 1);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_fill_preserve(cr);
+  set_source(cr, kLegendEdge);
+  cairo_set_line_width(cr, 1);
+  cairo_stroke(cr);
+
+  const double row = line_height(cr, kTickLabelSize);
+  for (std::size_t r = 0; r < p.legend_entries.size(); ++r) {
+    const std::size_t s = p.legend_entries[r];
+    const double y =
+        box.top + kLegendPad + static_cast<double>(r) * (row + kLegendRowGap) + row / 2;
+    const double x0 = box.left + kLegendPad;
+    set_source(cr, series_colour(s));
+    cairo_set_line_width(cr, kLineWidth);
+    draw_line(cr, x0, y, x0 + kLegendSample, y);
+    cairo_stroke(cr);
+    if (has_markers(p, plot.series[s])) {
+      cairo_arc(cr, x0 + kLegendSample / 2, y, kMarkerRadius, 0, 2 * drawing::kPi);
+      cairo_fill(cr);
+    }
+    draw_text(cr, plot.series[s].label, x0 + kLegendSample + kGap, y, kTickLabelSize, HAlign::left,
+              VAlign::middle);
+  }
+}
+
+void draw_panel(cairo_t* cr, const Panel& p, const LinePlot& plot, bool panel_title) {
+  draw_grid(cr, p);
+  cairo_save(cr);
+  cairo_rectangle(cr, p.area.left, p.area.top, p.area.width, p.area.height);
+  cairo_clip(cr);
+  for (std::size_t s = 0; s < plot.series.size(); ++s)
+    draw_series(cr, p, plot.series[s], series_colour(s));
+  cairo_restore(cr);
+  draw_axes(cr, p, plot);
+  draw_legend(cr, p, plot);
+  if (panel_title)
+    draw_text(cr, plot.title, p.area.left + p.area.width / 2,
+              p.area.top - kGap - line_height(cr, kPanelTitleSize, true), kPanelTitleSize,
+              HAlign::center, VAlign::top, 0, true);
+}
+
+/// A single plot's title is the figure title; side by side, each plot's title is its panel's.
+void render(const std::filesystem::path& png, const std::string& figure_title,
+            const std::vector<LinePlot>& plots, bool panel_titles, const std::string& who) {
+  Layout lay;
+  {
+    const Canvas scratch(1, 1);  // text must be measured before the image size is known
+    lay = make_layout(scratch.cr(), figure_title, plots, panel_titles);
+  }
+  const Canvas canvas(lay.width, lay.height);
+  cairo_t* cr = canvas.cr();
+  for (std::size_t i = 0; i < plots.size(); ++i)
+    draw_panel(cr, lay.panels[i], plots[i], panel_titles && !plots[i].title.empty());
+  if (lay.figure_title)
+    draw_text(cr, figure_title, lay.width / 2.0, kMargin, kFigureTitleSize, HAlign::center,
+              VAlign::top, 0, true);
+  canvas.write_png(png, who);
+}
+
+}  // namespace
+
+void render_line_plot(const std::filesystem::path& png, const LinePlot& plot) {
+  validate(plot, "render_line_plot: ");
+  render(png, plot.title, {plot}, false, "render_line_plot");
+}
+
+void render_line_plots(const std::filesystem::path& png, const std::string& title,
+                       const std::vector<LinePlot>& plots) {
+  if (plots.empty()) throw std::invalid_argument("render_line_plots: no plots to draw");
+  for (std::size_t i = 0; i < plots.size(); ++i) {
+    std::string where = "render_line_plots: plot " + std::to_string(i);
+    if (!plots[i].title.empty()) where += " (\"" + plots[i].title + "\")";
+    validate(plots[i], where + ": ");
+  }
+  render(png, title, plots, true, "render_line_plots");
+}
+
+}  // namespace workbench

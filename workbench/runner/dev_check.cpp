@@ -1,0 +1,371 @@
+// `workbook dev-check`: the maintainers' check, run by .ci/run on a pristine checkout, that the
+// registry (labs/labs.json) and the files agree, so that one source of truth drives the others:
+//   files        every lab has its text, stubs, reference, tests, verify program, write-up and
+//                experiment template (at the registry's layout paths); nothing in labs/ is
+//                missing from the registry
+//   lab texts    title, estimated time, prerequisites, learner files and blocks as the registry
+//                says; the required sections and at least one hint; every Suite.Test they name
+//                exists
+//   stubs/tests  the stubs' TODO blocks are the registry's blocks; every test of tests/labNN_test.cpp
+//                belongs to exactly one block
+//   README       its lab map has one row per lab, with the registry's title and link
+//   commands     every `ctest --preset NAME` in the prose names a test preset that exists
+// Then, unless --files-only, it builds every lab and reuses ctest for what ctest checks: the
+// pristine stubs (label "stubs"), the reference tests, verify programs and artifacts (label
+// "reference"), read from ctest's JUnit report. It never deletes or writes a file in the sources.
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <pugixml.hpp>
+
+#include "runner/verbs.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace workbook {
+namespace {
+
+const std::vector<std::string> kRequiredSections = {"Goal",        "Estimated time",  "Prereq",
+                                                    "Files you edit", "What you produce",
+                                                    "TODO blocks", "Stop conditions", "Hints"};
+
+using Defects = std::vector<std::string>;
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text.empty() ? "none" : text;
+}
+
+template <class Container>
+std::vector<std::string> sorted(const Container& items) {
+  std::vector<std::string> list(items.begin(), items.end());
+  std::sort(list.begin(), list.end());
+  return list;
+}
+
+// A lab text cut into its "## " sections (code blocks do not start one); "" holds the title.
+std::map<std::string, std::string> sections_of(const std::string& text) {
+  std::map<std::string, std::string> sections;
+  std::string current;
+  bool in_code = false;
+  for (const std::string& line : workbench::split_lines(text)) {
+    if (workbench::starts_with(line, "```")) in_code = !in_code;
+    if (!in_code && workbench::starts_with(line, "## ")) {
+      current = workbench::trim(line.substr(3));
+      sections[current];
+      continue;
+    }
+    sections[current] += line + "\n";
+  }
+  return sections;
+}
+
+std::set<std::string> matches(const std::string& text, const std::regex& pattern, int group = 1) {
+  std::set<std::string> found;
+  for (std::sregex_iterator it(text.begin(), text.end(), pattern), end; it != end; ++it)
+    found.insert((*it)[group]);
+  return found;
+}
+
+// Every file the layout says a lab has. Returns whether all exist.
+bool check_files(const Context& ctx, const Lab& lab, Defects& defects) {
+  std::vector<std::pair<std::string, std::string>> files = {
+      {lab.text, "its text"},
+      {lab.tests, "its tests"},
+      {lab.verify, "its verify program"},
+      {lab.write_up, "its reference write-up"},
+      {lab.experiment + "/README.md", "its write-up template"}};
+  for (const std::string& file : lab.learner_files) files.emplace_back(file, "a learner stub");
+  for (const std::string& file : lab.reference_files) files.emplace_back(file, "a reference file");
+  bool all = true;
+  for (const auto& [file, what] : files)
+    if (!fs::exists(ctx.ws.repo / file)) {
+      defects.push_back("lab " + lab.number + " lacks " + file + " (" + what + ")");
+      all = false;
+    }
+  return all;
+}
+
+void check_text(const Context& ctx, const Lab& lab, const std::set<std::string>& all_tests,
+                Defects& defects) {
+  if (!fs::exists(ctx.ws.repo / lab.text)) return;
+  const std::string text = workbench::read_file(ctx.ws.repo / lab.text);
+  const auto sections = sections_of(text);
+  const std::string where = lab.text + ": ";
+
+  const std::string title_line = "# Lab " + lab.number + " — " + lab.title;
+  if (workbench::split_lines(text).empty() || workbench::split_lines(text)[0] != title_line)
+    defects.push_back(where + "the first line is not \"" + title_line + "\" (the registry's title)");
+  for (const std::string& section : kRequiredSections)
+    if (!sections.count(section)) defects.push_back(where + "no \"## " + section + "\" section");
+  if (hints_in(text).empty()) defects.push_back(where + "\"## Hints\" has no \"### Hint 1\"");
+
+  if (const auto it = sections.find("Estimated time");
+      it != sections.end() && !workbench::starts_with(workbench::trim(it->second), lab.estimated_time))
+    defects.push_back(where + "\"## Estimated time\" does not start with the registry's \"" +
+                      lab.estimated_time + "\"");
+
+  if (const auto it = sections.find("Prereq"); it != sections.end())
+    for (const std::string& number : lab.prerequisites)
+      if (const Lab* prereq = find_lab(ctx.labs, number);
+          prereq && it->second.find(fs::path(prereq->text).filename().string()) == std::string::npos)
+        defects.push_back(where + "\"## Prereq\" does not link lab " + number + " (" +
+                          fs::path(prereq->text).filename().string() + "), a prerequisite in the registry");
+
+  if (const auto it = sections.find("Files you edit"); it != sections.end()) {
+    // The files before "Read, but do not edit" are the learner's.
+    const std::string edited = it->second.substr(0, it->second.find("\nRead"));
+    const auto named = matches(edited, std::regex(R"(`(src/[^`\s]+\.cpp)`)"));
+    const std::set<std::string> registered(lab.learner_files.begin(), lab.learner_files.end());
+    if (named != registered)
+      defects.push_back(where + "\"## Files you edit\" names " + joined(sorted(named)) +
+                        " but the registry's learner files are " + joined(sorted(registered)));
+  }
+
+  std::vector<std::string> headings, registered;
+  for (const Block& block : lab.blocks) registered.push_back("Block " + block.id + " — " + block.title);
+  static const std::regex block_heading(R"(^### (Block [A-Z] — .*)$)");
+  for (const std::string& line : workbench::split_lines(sections.count("TODO blocks") ? sections.at("TODO blocks") : ""))
+    if (std::smatch m; std::regex_match(line, m, block_heading)) headings.push_back(m[1]);
+  if (headings != registered)
+    defects.push_back(where + "its \"### Block\" headings are " + joined(headings) +
+                      " but the registry's blocks are " + joined(registered));
+
+  static const std::regex test_name(R"(`([A-Z][A-Za-z0-9_]*\.[A-Z][A-Za-z0-9_]*)`)");
+  for (const std::string& test : matches(text, test_name))
+    if (!all_tests.count(test) && test.find("::") == std::string::npos)
+      defects.push_back(where + "names the test " + test + ", which no lab's registry entry lists");
+}
+
+// TEST(Suite, Name) and TEST_F(Suite, Name) in a test file.
+std::set<std::string> tests_defined_in(const std::string& source) {
+  static const std::regex test(R"(^TEST(_F)?\((\w+),\s*(\w+)\))");
+  std::set<std::string> tests;
+  for (const std::string& line : workbench::split_lines(source))
+    if (std::smatch m; std::regex_search(line, m, test)) tests.insert(m[2].str() + "." + m[3].str());
+  return tests;
+}
+
+void check_stubs_and_tests(const Context& ctx, const Lab& lab, Defects& defects) {
+  std::set<std::string> todo_blocks, registered_blocks;
+  for (const Block& block : lab.blocks) registered_blocks.insert(block.id);
+  static const std::regex todo(R"(TODO\(lab (\d\d), Block ([A-Z])\))");
+  bool stubs_exist = true;  // a missing stub is already named by check_files
+  for (const std::string& file : lab.learner_files) {
+    stubs_exist = stubs_exist && fs::exists(ctx.ws.repo / file);
+    if (!fs::exists(ctx.ws.repo / file)) continue;
+    const std::string source = workbench::read_file(ctx.ws.repo / file);
+    for (std::sregex_iterator it(source.begin(), source.end(), todo), end; it != end; ++it)
+      if ((*it)[1] == lab.number) todo_blocks.insert((*it)[2]);
+  }
+  if (stubs_exist && todo_blocks != registered_blocks)
+    defects.push_back("lab " + lab.number + ": the stubs have TODOs for blocks " + joined(sorted(todo_blocks)) +
+                      " but the registry lists blocks " + joined(sorted(registered_blocks)));
+
+  if (!fs::exists(ctx.ws.repo / lab.tests)) return;
+  const std::set<std::string> defined = tests_defined_in(workbench::read_file(ctx.ws.repo / lab.tests));
+  std::map<std::string, int> listed;
+  for (const Block& block : lab.blocks)
+    for (const std::string& test : block.tests) ++listed[test];
+  for (const std::string& test : defined)
+    if (!listed.count(test))
+      defects.push_back("lab " + lab.number + ": " + lab.tests + " defines " + test +
+                        ", which no block of the registry lists");
+  for (const auto& [test, count] : listed) {
+    if (!defined.count(test))
+      defects.push_back("lab " + lab.number + ": the registry lists " + test + ", which " + lab.tests +
+                        " does not define");
+    if (count > 1) defects.push_back("lab " + lab.number + ": the registry lists " + test + " in two blocks");
+  }
+}
+
+// README.md's lab map: rows like "| [00 — Attention by hand](labs/00-attention-by-hand.md) | … |".
+void check_readme(const Context& ctx, Defects& defects) {
+  static const std::regex row(R"(^\| \[(\d\d) — ([^\]]*)\]\(([^)]*)\) \|.*$)");
+  std::map<std::string, std::pair<std::string, std::string>> rows;  // number -> title, link
+  for (const std::string& line : workbench::split_lines(workbench::read_file(ctx.ws.repo / "README.md")))
+    if (std::smatch m; std::regex_match(line, m, row)) rows[m[1]] = {m[2], m[3]};
+  for (const Lab& lab : ctx.labs) {
+    const auto it = rows.find(lab.number);
+    if (it == rows.end()) {
+      defects.push_back("lab " + lab.number + " lacks a row in README.md's lab map");
+      continue;
+    }
+    if (it->second.second != lab.text)
+      defects.push_back("README.md's lab map links lab " + lab.number + " to " + it->second.second +
+                        ", not " + lab.text);
+    if (it->second.first != lab.title)
+      defects.push_back("README.md's lab map calls lab " + lab.number + " \"" + it->second.first +
+                        "\" but the registry says \"" + lab.title + "\"");
+  }
+  for (const auto& [number, title_link] : rows)
+    if (!find_lab(ctx.labs, number))
+      defects.push_back("README.md's lab map lists lab " + number + " (" + title_link.second +
+                        "), which is not in labs/labs.json");
+}
+
+// Every labs/NN-*.md belongs to a registry entry.
+void check_unregistered(const Context& ctx, Defects& defects) {
+  static const std::regex lab_text(R"((\d\d)-.*\.md)");
+  for (const auto& entry : fs::directory_iterator(ctx.ws.repo / "labs")) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, lab_text)) continue;
+    const Lab* lab = find_lab(ctx.labs, m[1]);
+    if (!lab || fs::path(lab->text).filename() != name)
+      defects.push_back("labs/" + name + " is not the text of any lab in labs/labs.json");
+  }
+}
+
+// `ctest --preset NAME` in the prose learners follow names a test preset of CMakePresets.json.
+void check_preset_commands(const Context& ctx, Defects& defects) {
+  std::set<std::string> presets;
+  const auto json = nlohmann::json::parse(workbench::read_file(ctx.ws.repo / "CMakePresets.json"));
+  for (const auto& preset : json.value("testPresets", nlohmann::json::array()))
+    if (!preset.value("hidden", false)) presets.insert(preset.at("name").get<std::string>());
+  std::vector<std::string> prose = {"README.md"};
+  for (const Lab& lab : ctx.labs)
+    for (const std::string& file : {lab.text, lab.write_up, lab.experiment + "/README.md"})
+      prose.push_back(file);
+  static const std::regex command(R"(ctest --preset ([A-Za-z0-9_-]+))");
+  for (const std::string& file : prose) {
+    if (!fs::exists(ctx.ws.repo / file)) continue;
+    for (const std::string& name : matches(workbench::read_file(ctx.ws.repo / file), command))
+      if (!presets.count(name))
+        defects.push_back(file + ": `ctest --preset " + name + "` names no test preset of CMakePresets.json (" +
+                          joined(sorted(presets)) + ")");
+  }
+}
+
+// The names of the tests ctest knows, from `ctest --show-only=json-v1`.
+std::set<std::string> ctest_test_names(const Context& ctx) {
+  const ToolRun run = run_tool("ctest", {"--test-dir", ctx.ws.build.string(), "--show-only=json-v1"});
+  const auto json = nlohmann::json::parse(run.output, nullptr, false);
+  if (!run.ok || json.is_discarded())
+    throw EnvironmentError("ctest --show-only=json-v1 failed in " + ctx.ws.build.string() + ":\n" + run.output);
+  std::set<std::string> names;
+  for (const auto& test : json.value("tests", nlohmann::json::array())) names.insert(test.value("name", ""));
+  return names;
+}
+
+// The lines of a test's output that say why it failed: those holding one of `needles`.
+std::string why(const std::string& output, const std::vector<std::string>& needles) {
+  std::string text;
+  for (const std::string& line : workbench::split_lines(output))
+    for (const std::string& needle : needles)
+      if (line.find(needle) != std::string::npos) {
+        text += (text.empty() ? "" : "; ") + workbench::trim(line);
+        break;
+      }
+  return text.empty() ? workbench::trim(output.substr(output.size() > 300 ? output.size() - 300 : 0)) : text;
+}
+
+// Runs ctest on the tests labelled `label` whose names match `names`, and adds one defect per test
+// that did not pass, read from ctest's JUnit report.
+void ctest_defects(const Context& ctx, const std::string& label, const std::string& names, Defects& defects) {
+  const fs::path report = ctx.ws.build / "workbook" / ("dev-check-" + label + ".xml");
+  fs::create_directories(report.parent_path());
+  fs::remove(report);
+  run_tool("ctest", {"--test-dir", ctx.ws.build.string(), "-L", label, "-R", names, "--timeout", "600",
+                     "--output-junit", report.string()});
+  pugi::xml_document doc;
+  if (!doc.load_file(report.c_str())) {
+    defects.push_back("ctest wrote no readable JUnit report " + report.string());
+    return;
+  }
+  int ran = 0;
+  static const std::regex lab_of(R"(^lab(\d\d)\.)");
+  for (const pugi::xml_node test : doc.child("testsuite").children("testcase")) {
+    ++ran;
+    const std::string name = test.attribute("name").value(), status = test.attribute("status").value();
+    if (status == "run") continue;
+    std::smatch m;
+    const std::string lab = std::regex_search(name, m, lab_of) ? "lab " + m[1].str() : name;
+    const std::string output = test.child_value("system-out");
+    if (name.find(".stubs") != std::string::npos && output.find("check skipped") != std::string::npos)
+      defects.push_back(lab + ": the pristine-stub check was skipped because its learner files differ "
+                              "from the commit; run dev-check on a pristine checkout");
+    else if (name.find(".stubs") != std::string::npos)
+      defects.push_back(lab + ": a pristine stub does not fail with its TODO (" + name + "): " +
+                        why(output, {"passes on the pristine stubs", "crashed", "without a TODO", "no tests", "no report"}));
+    else if (name.find(".artifacts") != std::string::npos)
+      defects.push_back(lab + ": the reference verify program's artifacts are missing or invalid (" + name +
+                        "): " + why(output, {"missing", "does not", "lacks", "not valid", "not true", "no manifest"}));
+    else if (name.find(".verify") != std::string::npos)
+      defects.push_back(lab + ": the reference verify program failed (" + name + "): " +
+                        why(output, {"[FAIL]", "TODO", "verify "}));
+    else
+      defects.push_back(lab + ": a reference test fails: " + name + " (" + status + ")");
+  }
+  if (ran == 0) defects.push_back("ctest ran no " + label + " tests matching " + names);
+}
+
+}  // namespace
+
+int dev_check(const Context& ctx, const DevCheckOptions& options) {
+  Defects defects;
+  std::set<std::string> all_tests;
+  for (const Lab& lab : ctx.labs)
+    for (const Block& block : lab.blocks) all_tests.insert(block.tests.begin(), block.tests.end());
+
+  std::vector<const Lab*> complete;  // labs with every file, which the build then checks
+  for (const Lab& lab : ctx.labs) {
+    const bool has_all = check_files(ctx, lab, defects);
+    check_text(ctx, lab, all_tests, defects);
+    check_stubs_and_tests(ctx, lab, defects);
+    const bool asked = options.only_labs.empty() ||
+                       std::find(options.only_labs.begin(), options.only_labs.end(), lab.number) !=
+                           options.only_labs.end();
+    if (has_all && asked) complete.push_back(&lab);
+  }
+  check_unregistered(ctx, defects);
+  check_readme(ctx, defects);
+  check_preset_commands(ctx, defects);
+
+  if (!options.files_only && !complete.empty()) {
+    const std::set<std::string> known = ctest_test_names(ctx);
+    std::vector<std::string> targets = {"check-artifacts"};
+    std::string names;
+    for (const Lab* lab : complete) {
+      if (!known.count("lab" + lab->number + ".stubs")) {
+        defects.push_back("lab " + lab->number + " has no tests in the build folder: reconfigure it (cmake --preset default)");
+        continue;
+      }
+      for (const char* impl : {"learner", "reference"})
+        for (const char* kind : {"test", "verify"}) targets.push_back(lab->target(kind, impl));
+      names += (names.empty() ? "" : "|") + lab->number;
+    }
+    if (!names.empty()) {
+      std::cout << "building " << targets.size() << " targets…\n" << std::flush;
+      const BuildResult build = build_targets(ctx.ws, targets);
+      if (!build.ok) {
+        defects.push_back("the build fails: " + build.first_error + "\n  (full output: " +
+                          ctx.ws.relative(build.log) + ")");
+      } else {
+        const std::string regex = "^lab(" + names + ")\\.";
+        std::cout << "running ctest -L stubs and -L reference…\n" << std::flush;
+        ctest_defects(ctx, "stubs", regex, defects);
+        ctest_defects(ctx, "reference", regex, defects);
+      }
+    }
+  }
+
+  for (const std::string& defect : defects) std::cout << ctx.red("defect") << ": " << defect << '\n';
+  if (!defects.empty()) {
+    std::cout << "dev-check: " << defects.size() << " defect" << (defects.size() == 1 ? "" : "s") << '\n';
+    return kNotDone;
+  }
+  std::cout << ctx.green("dev-check: labs " + lab_range(ctx.labs) + " pass every check") +
+                   (options.files_only ? " on their files (no build: --files-only)" : "")
+            << '\n';
+  return kSuccess;
+}
+
+}  // namespace workbook

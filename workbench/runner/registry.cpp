@@ -1,0 +1,148 @@
+#include "runner/registry.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "util/files.hpp"
+#include "util/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace workbook {
+namespace {
+
+std::string expand(std::string pattern, const Lab& lab) {
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"{number}", lab.number},
+                                   {"{slug}", lab.slug}})
+    for (std::size_t at; (at = pattern.find(key)) != std::string::npos;)
+      pattern.replace(at, key.size(), value);
+  return pattern;
+}
+
+Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
+  Lab lab;
+  lab.number = entry.at("number").get<std::string>();
+  lab.slug = entry.at("slug").get<std::string>();
+  static const std::regex number("\\d\\d"), slug("[a-z0-9]+(-[a-z0-9]+)*");
+  if (!std::regex_match(lab.number, number))
+    throw std::runtime_error("lab number \"" + lab.number + "\" is not two digits");
+  if (!std::regex_match(lab.slug, slug))
+    throw std::runtime_error("lab " + lab.number + ": slug \"" + lab.slug +
+                             "\" is not lower-case words joined by '-'");
+  lab.title = entry.at("title").get<std::string>();
+  lab.estimated_time = entry.at("estimated_time").get<std::string>();
+  lab.prerequisites = entry.at("prerequisites").get<std::vector<std::string>>();
+  lab.learner_files = entry.at("learner_files").get<std::vector<std::string>>();
+  const std::string learner_root = layout.at("learner_root"), reference_root = layout.at("reference_root");
+  for (const std::string& file : lab.learner_files) {
+    if (!workbench::starts_with(file, learner_root))
+      throw std::runtime_error("lab " + lab.number + ": learner file " + file + " is not under " +
+                               learner_root);
+    lab.reference_files.push_back(reference_root + file.substr(learner_root.size()));
+  }
+  for (const auto& block : entry.at("blocks"))
+    lab.blocks.push_back({block.at("id").get<std::string>(), block.at("title").get<std::string>(),
+                          block.at("tests").get<std::vector<std::string>>()});
+  lab.text = expand(layout.at("text"), lab);
+  lab.write_up = expand(layout.at("write_up"), lab);
+  lab.experiment = expand(layout.at("experiment"), lab);
+  lab.tests = expand(layout.at("tests"), lab);
+  lab.verify = expand(layout.at("verify"), lab);
+  return lab;
+}
+
+}  // namespace
+
+std::string Lab::block_for(const std::string& test, const std::string& message) const {
+  if (const auto todo = todo_in(message); todo && todo->first == number) return todo->second;
+  for (const Block& block : blocks)
+    if (std::find(block.tests.begin(), block.tests.end(), test) != block.tests.end()) return block.id;
+  return "";
+}
+
+std::vector<Lab> load_registry(const fs::path& repo) {
+  const fs::path path = repo / "labs" / "labs.json";
+  std::vector<Lab> labs;
+  try {
+    const nlohmann::json registry = nlohmann::json::parse(workbench::read_file(path));
+    const nlohmann::json& layout = registry.at("layout");
+    std::set<std::string> numbers;
+    for (const auto& entry : registry.at("labs")) {
+      labs.push_back(lab_from(entry, layout));
+      if (!numbers.insert(labs.back().number).second)
+        throw std::runtime_error("lab " + labs.back().number + " is listed twice");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path.string() + ": " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path.string() + ": " + e.what());
+  }
+  std::sort(labs.begin(), labs.end(), [](const Lab& a, const Lab& b) { return a.number < b.number; });
+  return labs;
+}
+
+std::vector<std::string> hints_in(const std::string& lab_text) {
+  static const std::regex hint_heading(R"(^### Hint \d+\s*$)");
+  std::vector<std::string> hints;
+  bool in_hints = false, in_hint = false, in_code = false;
+  std::string hint;
+  auto finish = [&] {
+    if (in_hint) hints.push_back(workbench::trim(hint));
+    in_hint = false;
+    hint.clear();
+  };
+  for (const std::string& line : workbench::split_lines(lab_text)) {
+    if (workbench::starts_with(line, "```")) in_code = !in_code;
+    if (!in_code && workbench::starts_with(line, "## ")) {
+      finish();
+      in_hints = workbench::trim(line.substr(3)) == "Hints";
+      continue;
+    }
+    if (!in_code && workbench::starts_with(line, "### ")) {
+      finish();
+      in_hint = in_hints && std::regex_match(line, hint_heading);
+      continue;
+    }
+    if (in_hint) hint += line + "\n";
+  }
+  finish();
+  return hints;
+}
+
+std::optional<std::string> normalise_lab_number(const std::string& text) {
+  if (text.empty() || text.size() > 2 || !std::all_of(text.begin(), text.end(), ::isdigit))
+    return std::nullopt;
+  return text.size() == 1 ? "0" + text : text;
+}
+
+const Lab* find_lab(const std::vector<Lab>& labs, const std::string& number) {
+  for (const Lab& lab : labs)
+    if (lab.number == number) return &lab;
+  return nullptr;
+}
+
+std::string lab_range(const std::vector<Lab>& labs) {
+  if (labs.empty()) return "none";
+  bool contiguous = true;
+  for (std::size_t i = 1; i < labs.size(); ++i)
+    contiguous = contiguous && std::stoi(labs[i].number) == std::stoi(labs[i - 1].number) + 1;
+  if (contiguous)
+    return labs.size() == 1 ? labs[0].number : labs.front().number + "–" + labs.back().number;
+  std::string list;
+  for (const Lab& lab : labs) list += (list.empty() ? "" : ", ") + lab.number;
+  return list;
+}
+
+std::optional<std::pair<std::string, std::string>> todo_in(const std::string& text) {
+  static const std::regex todo(R"(TODO\(lab (\d\d), Block ([A-Z])\))");
+  std::smatch m;
+  if (!std::regex_search(text, m, todo)) return std::nullopt;
+  return std::make_pair(m[1].str(), m[2].str());
+}
+
+}  // namespace workbook

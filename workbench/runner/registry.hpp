@@ -1,0 +1,64 @@
+#pragma once
+// The labs, as labs/labs.json (the registry) says: number, slug, title, learner files, blocks and
+// their tests, prerequisites and estimated time. Paths follow from number and slug by the
+// registry's "layout" patterns. The one thing read from a lab's text is its hints, because the
+// learner reads them there.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace workbook {
+
+struct Block {
+  std::string id;                  ///< "A"
+  std::string title;               ///< "softmax", as in the lab text's "### Block A — softmax"
+  std::vector<std::string> tests;  ///< "Softmax.EveryRowSumsToOne", …: the tests of this block
+};
+
+struct Lab {
+  std::string number;          ///< "00"
+  std::string slug;            ///< "attention-by-hand"
+  std::string title;           ///< "Attention by hand"
+  std::string estimated_time;  ///< "45–60 minutes"
+  std::vector<std::string> prerequisites;  ///< lab numbers
+  std::vector<std::string> learner_files;  ///< "src/minimodel/attention/scaled_dot_product.cpp"
+  std::vector<std::string> reference_files;  ///< the same under solutions/
+  std::vector<Block> blocks;
+
+  // Paths relative to the repository, from the registry's layout.
+  std::string text;        ///< "labs/00-attention-by-hand.md"
+  std::string write_up;    ///< "solutions/00-attention-by-hand.md"
+  std::string experiment;  ///< "experiments/00-attention-by-hand"
+  std::string tests;       ///< "tests/lab00_test.cpp"
+  std::string verify;      ///< "verify/lab00_verify.cpp"
+
+  std::string target(const std::string& kind, const std::string& impl) const {
+    return kind + "-lab" + number + "-" + impl;  ///< "test-lab00-learner", "verify-lab01-reference"
+  }
+  /// The block a failing test belongs to: named by its TODO message, or by the registry.
+  /// Empty if neither says.
+  std::string block_for(const std::string& test, const std::string& message) const;
+};
+
+/// The registry's labs, in order. @throws std::runtime_error naming the file and the field if
+/// labs/labs.json is missing or malformed (a number that is not two digits, a duplicate, …).
+std::vector<Lab> load_registry(const std::filesystem::path& repo);
+
+/// The "### Hint N" sections under "## Hints" of a lab text, in order.
+std::vector<std::string> hints_in(const std::string& lab_text);
+
+/// "7" or "07" -> "07"; nullopt if `text` is not a number of at most two digits.
+std::optional<std::string> normalise_lab_number(const std::string& text);
+
+/// The lab numbered `number`, or nullptr.
+const Lab* find_lab(const std::vector<Lab>& labs, const std::string& number);
+
+/// "00–02" (or "00, 02, 05" when there are gaps).
+std::string lab_range(const std::vector<Lab>& labs);
+
+/// The first "TODO(lab NN, Block X)" in `text`: {"NN", "X"}; nullopt if there is none.
+std::optional<std::pair<std::string, std::string>> todo_in(const std::string& text);
+
+}  // namespace workbook

@@ -1,0 +1,30 @@
+#pragma once
+// What several verbs print alike: a lab's heading and status, a failed build, the result of a
+// lab's tests with the block to revisit, and the next step.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "runner/learner_tests.hpp"
+#include "runner/workspace.hpp"
+
+namespace workbook {
+
+std::string heading(const Lab& lab);  ///< "lab 00 — Attention by hand"
+std::string status_text(const Context& ctx, LabStatus status);  ///< coloured status_name
+void print_build_error(const Context& ctx, const BuildResult& build);
+std::string next_step(const Lab& lab, const LabResult& result);
+
+/// Prints lab `lab`'s result the way `check` does; returns kSuccess if done, kNotDone otherwise.
+int print_check(const Context& ctx, const Lab& lab, const LabResult& result);
+
+/// The first lab that is not done, or nullptr if every lab is, with its result.
+const Lab* current_lab(const Context& ctx, LabResult* result);
+
+/// `text` padded with spaces to `width` columns (UTF-8 aware, so "—" takes one column).
+std::string pad(const std::string& text, std::size_t width);
+
+/// The width of the title column: the longest title, plus a space.
+std::size_t title_width(const std::vector<Lab>& labs);
+
+}  // namespace workbook

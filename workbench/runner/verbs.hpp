@@ -1,0 +1,30 @@
+#pragma once
+// The verbs of the `workbook` command, one file each (list.cpp, check.cpp, …). Each returns its
+// exit status (ExitStatus in workspace.hpp); usage and environment problems are thrown as
+// UsageError and EnvironmentError and reported by workbook_main.cpp.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/workspace.hpp"
+
+namespace workbook {
+
+int show_current(const Context& ctx);                                     // current.cpp
+int list_labs(const Context& ctx);                                        // list.cpp
+int check_lab(const Context& ctx, const std::optional<std::string>& number);  // check.cpp
+int verify_lab(const Context& ctx, const std::string& number, const std::string& impl);
+int diff_lab(const Context& ctx, const std::string& number);
+int show_hint(const Context& ctx, const std::string& number, bool restart);
+int show_solution(const Context& ctx, const std::string& number, bool force);
+int reset_lab(const Context& ctx, const std::string& number, bool yes);
+int grade(const Context& ctx, bool json);
+int watch(const Context& ctx, bool poll);
+
+struct DevCheckOptions {
+  std::vector<std::string> only_labs;  ///< lab numbers; empty: all
+  bool files_only = false;             ///< check the registry against the files; no build
+};
+int dev_check(const Context& ctx, const DevCheckOptions& options);  // dev_check.cpp
+
+}  // namespace workbook

@@ -1,0 +1,31 @@
+// `workbook verify NN [--impl reference]`: build and run a lab's verify program.
+#include <iostream>
+
+#include "runner/report.hpp"
+#include "runner/verbs.hpp"
+#include "util/process.hpp"
+
+namespace workbook {
+
+int verify_lab(const Context& ctx, const std::string& number, const std::string& impl) {
+  const Lab& lab = ctx.require_lab(number);
+  const std::string target = lab.target("verify", impl);
+  const BuildResult build = build_targets(ctx.ws, {target});
+  if (!build.ok) {
+    print_build_error(ctx, build);
+    return kNotDone;
+  }
+  // The verify program prints its checks and a "wrote <path>" line per artifact.
+  const workbench::ProcessStatus status = workbench::run_process(ctx.ws.bin(target), {});
+  if (!status.exited) {
+    std::cout << ctx.red(target + " crashed with " + status.describe()) << '\n';
+    return kNotDone;
+  }
+  if (status.code == 1 && impl == "learner")
+    std::cout << "next: finish the block named above (" << lab.text
+              << "), then: workbook verify " << lab.number << '\n';
+  // The verify program's own 2 (bad input, an I/O failure) is the environment's, not usage.
+  return status.code == 0 ? kSuccess : status.code == 1 ? kNotDone : kEnvironment;
+}
+
+}  // namespace workbook

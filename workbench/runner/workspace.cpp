@@ -1,0 +1,132 @@
+#include "runner/workspace.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "util/files.hpp"
+#include "util/process.hpp"
+#include "util/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace workbook {
+namespace {
+
+// The one job count: the default build preset's, which `cmake --build --preset default` uses too.
+int build_jobs(const Workspace& ws) {
+  if (const char* level = std::getenv("CMAKE_BUILD_PARALLEL_LEVEL"); level && std::atoi(level) > 0)
+    return std::atoi(level);
+  try {
+    const auto presets = nlohmann::json::parse(workbench::read_file(ws.repo / "CMakePresets.json"));
+    for (const auto& preset : presets.at("buildPresets"))
+      if (preset.at("name") == "default") return preset.at("jobs").get<int>();
+  } catch (const std::exception& e) {
+    throw EnvironmentError("CMakePresets.json has no readable build preset \"default\" with "
+                           "\"jobs\": " + std::string(e.what()));
+  }
+  throw EnvironmentError("CMakePresets.json has no build preset \"default\"");
+}
+
+// "[ 45%] Building CXX object tests/CMakeFiles/lab01_test_objects.dir/lab01_test.cpp.o" ->
+// "[ 45%] compiling tests/lab01_test.cpp"; other lines of make's chatter -> "".
+std::string progress_of(const std::string& line) {
+  static const std::regex compiling(R"(^(\[ *\d+%\]) Building CXX object .*?([^/]+)\.dir/(.+)\.o$)");
+  static const std::regex linking(R"(^(\[ *\d+%\]) Linking CXX (executable|static library) (.+)$)");
+  std::smatch m;
+  if (std::regex_match(line, m, compiling)) return m[1].str() + " compiling " + m[3].str();
+  if (std::regex_match(line, m, linking)) return m[1].str() + " linking " + m[3].str();
+  return "";
+}
+
+}  // namespace
+
+std::string Workspace::relative(const fs::path& path) const {
+  const fs::path rel = path.lexically_normal().lexically_relative(repo.lexically_normal());
+  if (rel.empty() || rel.native().rfind("..", 0) == 0) return path.string();
+  return rel.string();
+}
+
+std::string Context::paint(const char* code, const std::string& text) const {
+  return terminal ? std::string("\033[") + code + "m" + text + "\033[0m" : text;
+}
+
+const Lab& Context::require_lab(const std::string& number) const {
+  const auto normal = normalise_lab_number(number);
+  const Lab* lab = normal ? find_lab(labs, *normal) : nullptr;
+  if (!lab) throw UsageError("no lab " + normal.value_or(number) + ": labs are " + lab_range(labs));
+  return *lab;
+}
+
+ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args) {
+  try {
+    const workbench::CapturedRun run = workbench::run_captured(tool, args);
+    return {run.status.ok(), run.output};
+  } catch (const std::exception& e) {
+    throw EnvironmentError(std::string(e.what()) + " (is " + tool + " installed and on PATH?)");
+  }
+}
+
+std::string first_error(const std::string& build_output, const Workspace& ws) {
+  static const std::regex error(R"(^(.+?):(\d+):(\d+:)? (fatal error|error): (.*)$)");
+  static const std::regex source_line(R"(^\s*\d*\s*\|.*$)");
+  const std::vector<std::string> lines = workbench::split_lines(build_output);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_match(lines[i], m, error)) continue;
+    std::string text = ws.relative(fs::path(m[1].str())) + ":" + m[2].str() + ":" + m[3].str() +
+                       " " + m[4].str() + ": " + m[5].str();
+    for (std::size_t j = i + 1; j < lines.size() && j <= i + 3 && std::regex_match(lines[j], source_line); ++j)
+      text += "\n" + lines[j];
+    return text;
+  }
+  for (const auto& line : lines)  // the linker's messages carry no line number
+    if (line.find("undefined reference") != std::string::npos || line.find("error:") != std::string::npos)
+      return workbench::trim(line);
+  std::string tail;
+  for (std::size_t i = lines.size() > 10 ? lines.size() - 10 : 0; i < lines.size(); ++i)
+    tail += lines[i] + "\n";
+  return workbench::trim(tail);
+}
+
+BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& targets) {
+  if (!fs::exists(ws.build / "CMakeCache.txt"))
+    throw EnvironmentError(ws.build.string() + " is not a configured build folder; from " +
+                           ws.repo.string() + " run `cmake --preset default` (or pass --build-dir)");
+  std::vector<std::string> args = {"--build", ws.build.string(), "-j", std::to_string(build_jobs(ws)),
+                                   "--target"};
+  args.insert(args.end(), targets.begin(), targets.end());
+
+  // Progress goes to stderr, so that stdout stays what the verb prints (grade --json).
+  const bool overwrite = isatty(STDERR_FILENO);
+  bool shown = false;
+  workbench::CaptureOptions options;
+  options.on_line = [&](const std::string& line) {
+    const std::string step = progress_of(line);
+    if (step.empty()) return;
+    std::cerr << (overwrite ? "\r\033[K" : "") << "build " << step << (overwrite ? "" : "\n")
+              << std::flush;
+    shown = true;
+  };
+  workbench::CapturedRun run;
+  try {
+    run = workbench::run_captured("cmake", args, options);
+  } catch (const std::exception& e) {
+    throw EnvironmentError(std::string(e.what()) + " (is cmake installed and on PATH?)");
+  }
+  if (shown && overwrite) std::cerr << "\r\033[K" << std::flush;
+
+  BuildResult result;
+  result.log = ws.build / "workbook-build.log";
+  workbench::write_file_atomically(result.log, run.output);
+  result.ok = run.status.ok();
+  if (!result.ok) result.first_error = first_error(run.output, ws);
+  return result;
+}
+
+}  // namespace workbook

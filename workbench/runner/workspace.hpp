@@ -1,0 +1,83 @@
+#pragma once
+// Where the workbook command works (the repository and its build folder), how it prints, and how
+// it builds: `cmake --build` as a child process, its progress streamed to stderr.
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runner/registry.hpp"
+
+namespace workbook {
+
+/// Exit statuses of every verb; `workbook --help` documents them.
+enum ExitStatus : int {
+  kSuccess = 0,
+  kNotDone = 1,      ///< a check failed, a test failed, the lab is not done
+  kUsage = 2,        ///< a bad command line: an unknown lab, a missing confirmation
+  kEnvironment = 3,  ///< the environment: no cmake or git, an unconfigured build folder
+};
+
+/// A bad command line (exit status 2).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A problem with the environment rather than the learner's code (exit status 3).
+struct EnvironmentError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The repository and its build folder.
+struct Workspace {
+  std::filesystem::path repo;
+  std::filesystem::path build;
+  /// Relative to the repository when inside it, for short messages.
+  std::string relative(const std::filesystem::path& path) const;
+  std::filesystem::path bin(const std::string& program) const { return build / "bin" / program; }
+};
+
+/// What every verb gets: the workspace, the registry's labs, and how to print.
+struct Context {
+  Workspace ws;
+  std::vector<Lab> labs;
+  bool terminal = false;  ///< stdout is a terminal: colour and progress bars
+
+  std::string green(const std::string& text) const { return paint("32", text); }
+  std::string red(const std::string& text) const { return paint("31", text); }
+  std::string yellow(const std::string& text) const { return paint("33", text); }
+  std::string bold(const std::string& text) const { return paint("1", text); }
+
+  /// The lab `number` names ("0", "00"). @throws UsageError "no lab 07: labs are 00–02".
+  const Lab& require_lab(const std::string& number) const;
+
+ private:
+  std::string paint(const char* code, const std::string& text) const;
+};
+
+struct BuildResult {
+  bool ok = false;
+  std::string first_error;    ///< "src/…/scaled_dot_product.cpp:18:5: error: …" and its source
+  std::filesystem::path log;  ///< the full output of the build, always kept
+};
+
+/// `cmake --build BUILD -j N --target …`, with each step shown on stderr as it happens and the
+/// whole output kept in BUILD/workbook-build.log. N is the default build preset's "jobs" (in
+/// CMakePresets.json), unless CMAKE_BUILD_PARALLEL_LEVEL says otherwise.
+/// @throws EnvironmentError if BUILD is not configured or cmake cannot run.
+BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& targets);
+
+/// The first compiler or linker error in a build's output, trimmed to a few lines.
+std::string first_error(const std::string& build_output, const Workspace& ws);
+
+/// How a tool run by run_tool ended.
+struct ToolRun {
+  bool ok = false;  ///< exit status 0
+  std::string output;
+};
+
+/// Runs `tool` (cmake, ctest, git) from PATH with `args`, output captured.
+/// @throws EnvironmentError if it cannot be started.
+ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args);
+
+}  // namespace workbook

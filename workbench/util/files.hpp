@@ -1,0 +1,17 @@
+#pragma once
+// Reading a whole file, and the one way every tool writes one: atomically.
+#include <filesystem>
+#include <string>
+
+namespace workbench {
+
+/// The bytes of `path`. @throws std::runtime_error naming the file if it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+/// Writes `content` to `path` atomically: into a new temporary file beside it (a unique name, so
+/// no other file is touched), then a rename. Readers see the old file or the new one, never half
+/// of one; on failure `path` is unchanged and the temporary is gone. Creates missing folders.
+/// @throws std::runtime_error naming `path` and the reason.
+void write_file_atomically(const std::filesystem::path& path, const std::string& content);
+
+}  // namespace workbench

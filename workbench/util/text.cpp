@@ -1,0 +1,35 @@
+#include "util/text.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+namespace workbench {
+
+std::string trim(const std::string& text) {
+  static const char* const kWhitespace = " \t\r\n\f\v";
+  const auto first = text.find_first_not_of(kWhitespace);
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(kWhitespace) - first + 1);
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::string scientific(double value) {
+  std::ostringstream out;
+  out << std::setprecision(2) << std::scientific << value;
+  return out.str();
+}
+
+}  // namespace workbench
