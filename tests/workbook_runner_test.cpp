@@ -1,11 +1,14 @@
-// The learner's companion verbs of `workbook`, driven end to end in a scratch copy of the
-// repository (a git clone, configured in Release, building only what each verb needs), and the lab
-// registry's parsing of the real labs/.
+// The `workbook` command's runner.
 //
-// One scratch copy is shared by the WorkbookScratch tests, which run in order: pristine -> check
-// says "not started" -> the reference bodies copied in -> check passes -> diff reports 0 -> reset
-// restores the stub with a backup -> bad lab numbers -> a syntax error -> watch -> dev-check, intact
-// and with each defect it lists. Set MINIMODEL_KEEP_SCRATCH=1 to keep the copy for inspection.
+// LabRegistry and DevCheckFiles (label "reference", seconds): the registry on the real
+// labs/labs.json, and `dev-check --files-only` on a scratch copy of the files, where an added
+// registry entry makes it name exactly the files that lab lacks.
+//
+// WorkbookScratch (label "maintainers", minutes): the learner's verbs end to end in one scratch git
+// clone, configured in Release and building only what each verb needs. Its tests run in order:
+// pristine -> check says "not started" -> the reference bodies copied in -> check passes -> diff
+// reports 0 -> reset restores the stub with a backup -> bad lab numbers -> a syntax error -> watch
+// -> dev-check, intact and with each defect it lists. MINIMODEL_KEEP_SCRATCH=1 keeps the copy.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -27,17 +30,15 @@
 
 #include "runner/registry.hpp"
 #include "util/files.hpp"
+#include "util/process.hpp"
 #include "util/text.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+std::string read(const fs::path& path) {  // "" for a missing file, as the tests expect
+  return fs::exists(path) ? workbench::read_file(path) : "";
 }
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
@@ -49,14 +50,8 @@ struct Outcome {
 
 // Runs a shell command, stdin from /dev/null (no terminal), capturing stdout and stderr.
 Outcome sh(const std::string& command) {
-  Outcome run;
-  FILE* pipe = popen(("(" + command + ") < /dev/null 2>&1").c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  while (const std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) run.out.append(buffer, n);
-  const int raw = pclose(pipe);
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return run;
+  const workbench::CapturedRun run = workbench::run_captured("sh", {"-c", command});
+  return {run.status.exited ? run.status.code : -1, run.output};
 }
 
 // ---- The registry, on the real labs/labs.json ---------------------------------------------------
@@ -329,7 +324,8 @@ TEST_F(WorkbookScratch, GradeJsonCountsEachLabsTests) {
   nlohmann::ordered_json only_00 = nlohmann::ordered_json::parse(all_labs);
   only_00["labs"].erase(only_00["labs"].begin() + 1, only_00["labs"].end());
   write(registry, only_00.dump(2));
-  const Outcome grade = workbook("grade --json"), list = workbook("list");
+  // Build progress goes to stderr; stdout is the JSON document alone.
+  const Outcome grade = workbook("grade --json 2>/dev/null"), list = workbook("list");
   write(registry, all_labs);
 
   ASSERT_EQ(grade.status, 0) << grade.out;

@@ -2,14 +2,11 @@
 // learner's version under .workbook-backups/<UTC time>/.
 #include <unistd.h>
 
-#include <chrono>
-#include <ctime>
-#include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include "runner/verbs.hpp"
 #include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -29,14 +26,7 @@ std::string pristine_ref(const Context& ctx) {
   return run.ok ? "origin/HEAD" : "HEAD";
 }
 
-std::string utc_stamp() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  std::ostringstream out;
-  out << std::put_time(&utc, "%Y%m%dT%H%M%SZ");
-  return out.str();
-}
+std::string utc_stamp() { return workbench::utc_now("%Y%m%dT%H%M%SZ"); }
 
 }  // namespace
 

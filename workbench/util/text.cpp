@@ -1,5 +1,7 @@
 #include "util/text.hpp"
 
+#include <chrono>
+#include <ctime>
 #include <iomanip>
 #include <sstream>
 
@@ -29,6 +31,15 @@ bool starts_with(const std::string& text, const std::string& prefix) {
 std::string scientific(double value) {
   std::ostringstream out;
   out << std::setprecision(2) << std::scientific << value;
+  return out.str();
+}
+
+std::string utc_now(const char* strftime_format) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::ostringstream out;
+  out << std::put_time(&utc, strftime_format);
   return out.str();
 }
 

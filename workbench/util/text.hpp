@@ -17,4 +17,7 @@ bool starts_with(const std::string& text, const std::string& prefix);
 /// "1.00e-05": how the verify programs and `workbook diff` print differences and tolerances.
 std::string scientific(double value);
 
+/// The current UTC time in `strftime_format`, e.g. "%Y-%m-%dT%H:%M:%SZ".
+std::string utc_now(const char* strftime_format);
+
 }  // namespace workbench

@@ -18,15 +18,6 @@
 namespace workbench {
 namespace {
 
-std::string iso8601_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  std::ostringstream out;
-  out << std::put_time(&utc, "%Y-%m-%dT%H:%M:%SZ");
-  return out.str();
-}
-
 // A learner's artifacts go to experiments/NN-name/; the reference's to a folder of its own inside
 // it, so a reference run never overwrites a learner's file.
 std::filesystem::path default_out_dir(const std::string& experiment, const std::string& impl) {
@@ -126,7 +117,7 @@ int VerifyRun::finish() {
   nlohmann::json manifest = environment_facts();
   manifest["experiment"] = spec_.experiment;
   manifest["implementation"] = implementation_;
-  manifest["date"] = iso8601_now();
+  manifest["date"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
   manifest["seed"] = spec_.seed;
   manifest["config"] = spec_.config;
   manifest["results_summary"] = {{"passed", all_passed},
