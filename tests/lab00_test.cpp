@@ -62,7 +62,8 @@ TEST(SingleHeadAttention, MatchesTheHandExample) {
   HandExample hand;
   const AttentionResult result = single_head_attention(hand.q, hand.k, hand.v);
   const xt::xarray<double> weights = {{1 - hand.p, hand.p}, {hand.p, 1 - hand.p}};
-  const xt::xarray<double> output = {{2 * (1 - hand.p), 3 * hand.p}, {2 * hand.p, 3 * (1 - hand.p)}};
+  const xt::xarray<double> output = {{2 * (1 - hand.p), 3 * hand.p},
+                                     {2 * hand.p, 3 * (1 - hand.p)}};
   EXPECT_TRUE(all_close(result.weights, weights, kTolerance));
   EXPECT_TRUE(all_close(result.output, output, kTolerance));
 }
@@ -72,7 +73,8 @@ TEST(SingleHeadAttention, MatchesAnExplicitComputationWithUnequalSizes) {
   // scaling's place cannot pass by accident as it can on the 2 x 2 toy.
   const std::size_t T = 3, S = 5, d_head = 4, d_v = 2;
   xt::random::seed(3);
-  const Tensor2 q = xt::random::randn<float>({T, d_head}), k = xt::random::randn<float>({S, d_head});
+  const Tensor2 q = xt::random::randn<float>({T, d_head}),
+                k = xt::random::randn<float>({S, d_head});
   const Tensor2 v = xt::random::randn<float>({S, d_v});
   Tensor2 mask = xt::zeros<float>({T, S});
   mask(0, 4) = mask(2, 1) = kMaskedScore;
@@ -128,19 +130,25 @@ TEST(SingleHeadAttention, MaskedKeysGetZeroWeight) {
 }
 
 TEST(SingleHeadAttention, RejectsQueriesAndKeysOfDifferentWidth) {
-  const Tensor2 q = xt::zeros<float>({5, 8}), k = xt::zeros<float>({5, 4}), v = xt::zeros<float>({5, 4});
-  EXPECT_TRUE(throws_invalid_argument([&] { single_head_attention(q, k, v); }, {"(5, 8)", "(5, 4)"}));
+  const Tensor2 q = xt::zeros<float>({5, 8}), k = xt::zeros<float>({5, 4}),
+                v = xt::zeros<float>({5, 4});
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { single_head_attention(q, k, v); }, {"(5, 8)", "(5, 4)"}));
 }
 
 TEST(SingleHeadAttention, RejectsKeysAndValuesOfDifferentLength) {
-  const Tensor2 q = xt::zeros<float>({2, 4}), k = xt::zeros<float>({5, 4}), v = xt::zeros<float>({6, 4});
-  EXPECT_TRUE(throws_invalid_argument([&] { single_head_attention(q, k, v); }, {"(5, 4)", "(6, 4)"}));
+  const Tensor2 q = xt::zeros<float>({2, 4}), k = xt::zeros<float>({5, 4}),
+                v = xt::zeros<float>({6, 4});
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { single_head_attention(q, k, v); }, {"(5, 4)", "(6, 4)"}));
 }
 
 TEST(SingleHeadAttention, RejectsAMaskOfTheWrongShape) {
-  const Tensor2 q = xt::zeros<float>({2, 4}), k = xt::zeros<float>({3, 4}), v = xt::zeros<float>({3, 4});
+  const Tensor2 q = xt::zeros<float>({2, 4}), k = xt::zeros<float>({3, 4}),
+                v = xt::zeros<float>({3, 4});
   const Tensor2 mask = xt::zeros<float>({3, 2});
-  EXPECT_TRUE(throws_invalid_argument([&] { single_head_attention(q, k, v, mask); }, {"(3, 2)", "(2, 3)"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { single_head_attention(q, k, v, mask); }, {"(3, 2)", "(2, 3)"}));
 }
 
 }  // namespace

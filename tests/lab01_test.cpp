@@ -58,7 +58,8 @@ TEST(MultiHeadAttention, BatchElementsDoNotInteract) {
   const Tensor3 y = mha.forward(x);
   for (std::size_t b = 0; b < 3; ++b) {
     const Tensor3 alone = xt::view(x, xt::range(b, b + 1));
-    EXPECT_TRUE(all_close(mha.forward(alone), xt::view(y, xt::range(b, b + 1)), kTolerance)) << "b=" << b;
+    EXPECT_TRUE(all_close(mha.forward(alone), xt::view(y, xt::range(b, b + 1)), kTolerance))
+        << "b=" << b;
   }
 }
 
@@ -85,8 +86,9 @@ TEST(MultiHeadAttention, OneHeadEqualsSingleHeadThenWo) {
   const Tensor3 y = mha.forward(x);
   for (std::size_t b = 0; b < 2; ++b) {
     const Tensor2 xb = xt::view(x, b);
-    const AttentionResult head = single_head_attention(
-        xt::linalg::dot(xb, mha.w_q()), xt::linalg::dot(xb, mha.w_k()), xt::linalg::dot(xb, mha.w_v()));
+    const AttentionResult head =
+        single_head_attention(xt::linalg::dot(xb, mha.w_q()), xt::linalg::dot(xb, mha.w_k()),
+                              xt::linalg::dot(xb, mha.w_v()));
     EXPECT_TRUE(all_close(xt::view(y, b), xt::linalg::dot(head.output, mha.w_o()), kTolerance));
     EXPECT_TRUE(all_close(xt::view(mha.attention_weights(), b, 0), head.weights, kTolerance));
   }
@@ -114,11 +116,13 @@ TEST(MultiHeadAttention, PermutingHeadsLeavesTheOutputUnchanged) {
 }
 
 TEST(SplitHeads, PutsColumnBlockHIntoHeadH) {
-  const Tensor3 x = xt::reshape_view(xt::arange<float>(2 * 3 * 8), std::array<std::size_t, 3>{2, 3, 8});
+  const Tensor3 x =
+      xt::reshape_view(xt::arange<float>(2 * 3 * 8), std::array<std::size_t, 3>{2, 3, 8});
   const Tensor4 heads = split_heads(x, 4);  // d_head = 2
   EXPECT_EQ(heads.shape(), (std::array<std::size_t, 4>{2, 4, 3, 2}));
   for (std::size_t h = 0; h < 4; ++h)
-    EXPECT_TRUE(all_close(xt::view(heads, xt::all(), h), xt::view(x, xt::all(), xt::all(), xt::range(2 * h, 2 * h + 2)), 0.0))
+    EXPECT_TRUE(all_close(xt::view(heads, xt::all(), h),
+                          xt::view(x, xt::all(), xt::all(), xt::range(2 * h, 2 * h + 2)), 0.0))
         << "head " << h;
 }
 
@@ -130,7 +134,9 @@ TEST(SplitHeads, MergeHeadsUndoesIt) {
 TEST(MultiHeadAttention, MatchesTorchBatched) { expect_matches_torch("mha_batched"); }
 TEST(MultiHeadAttention, MatchesTorchUnbatched) { expect_matches_torch("mha_unbatched"); }
 TEST(MultiHeadAttention, MatchesTorchWithOneHead) { expect_matches_torch("mha_one_head"); }
-TEST(MultiHeadAttention, MatchesTorchWithHeadWidthOne) { expect_matches_torch("mha_head_width_one"); }
+TEST(MultiHeadAttention, MatchesTorchWithHeadWidthOne) {
+  expect_matches_torch("mha_head_width_one");
+}
 
 TEST(MultiHeadAttention, RejectsHeadsThatDoNotDivideDModel) {
   EXPECT_TRUE(throws_invalid_argument([] { MultiHeadAttention(64, 5, 0); }, {"64", "5"}));
@@ -138,12 +144,17 @@ TEST(MultiHeadAttention, RejectsHeadsThatDoNotDivideDModel) {
 }
 
 TEST(SplitHeads, RejectsHeadsThatDoNotDivideDModel) {
-  EXPECT_TRUE(throws_invalid_argument([] { split_heads(xt::zeros<float>({1, 2, 10}), 4); }, {"10", "4"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [] {
+        split_heads(xt::zeros<float>({1, 2, 10}), 4);
+      },
+      {"10", "4"}));
 }
 
 TEST(MultiHeadAttention, RejectsWeightsOfTheWrongShape) {
   const Tensor2 square = xt::zeros<float>({8, 8}), wide = xt::zeros<float>({8, 6});
-  EXPECT_TRUE(throws_invalid_argument([&] { MultiHeadAttention(wide, wide, wide, wide, 2); }, {"(8, 6)"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { MultiHeadAttention(wide, wide, wide, wide, 2); }, {"(8, 6)"}));
   EXPECT_TRUE(throws_invalid_argument([&] { MultiHeadAttention(square, square, wide, square, 2); },
                                       {"(8, 8)", "(8, 6)"}));
 }

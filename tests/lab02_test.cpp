@@ -43,7 +43,8 @@ TEST(CausalMask, ChangingTheLastTokenLeavesEarlierOutputsUnchanged) {
   EXPECT_TRUE(all_close(xt::view(after, xt::all(), xt::range(0, T - 1)),
                         xt::view(before, xt::all(), xt::range(0, T - 1)), kCausalTolerance));
   // ...and the perturbation is real: the last position does change.
-  EXPECT_FALSE(all_close(xt::view(after, xt::all(), T - 1), xt::view(before, xt::all(), T - 1), 1e-3));
+  EXPECT_FALSE(
+      all_close(xt::view(after, xt::all(), T - 1), xt::view(before, xt::all(), T - 1), 1e-3));
 }
 
 TEST(CausalMask, ChangingOneTokenOnlyAffectsItsOwnAndLaterPositions) {
@@ -71,7 +72,8 @@ TEST(CausalMask, BroadcastsAcrossBatchAndHeads) {
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t i = 0; i < T; ++i)
         for (std::size_t j = i + 1; j < T; ++j)
-          EXPECT_EQ(weights(b, h, i, j), 0.0f) << "b=" << b << " h=" << h << " i=" << i << " j=" << j;
+          EXPECT_EQ(weights(b, h, i, j), 0.0f)
+              << "b=" << b << " h=" << h << " i=" << i << " j=" << j;
   }
 }
 
@@ -81,8 +83,10 @@ TEST(CausalMask, FirstPositionAttendsOnlyToItselfAndRowsSumToOne) {
   const Tensor3 x = random_tokens(2, T, 16, 8) * 3.0f;
   mha.forward(x, causal_mask(T));
   const Tensor4& weights = mha.attention_weights();
-  EXPECT_TRUE(all_close(xt::view(weights, xt::all(), xt::all(), 0, 0), xt::ones<float>({2, 4}), 1e-6));
-  EXPECT_TRUE(all_close(xt::sum(weights, {3}), xt::ones<float>({std::size_t{2}, std::size_t{4}, T}), 1e-5));
+  EXPECT_TRUE(
+      all_close(xt::view(weights, xt::all(), xt::all(), 0, 0), xt::ones<float>({2, 4}), 1e-6));
+  EXPECT_TRUE(
+      all_close(xt::sum(weights, {3}), xt::ones<float>({std::size_t{2}, std::size_t{4}, T}), 1e-5));
 }
 
 TEST(CausalMask, MatchesTorchCausal) { expect_matches_torch("mha_causal"); }

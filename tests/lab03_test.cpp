@@ -12,8 +12,8 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/gpt2_attention.hpp"
 #include "support/checks.hpp"
-#include "support/random_tokens.hpp"
 #include "support/fixtures.hpp"
+#include "support/random_tokens.hpp"
 
 namespace minimodel {
 namespace {
@@ -88,8 +88,11 @@ TEST(GPT2Attention, RejectsConv1DTensorsOfTheWrongShape) {
   EXPECT_TRUE(throws_invalid_argument([&] { GPT2Attention(w_linear, b, p, c, 2); }, {"(24, 8)"}));
   EXPECT_TRUE(throws_invalid_argument([&] { GPT2Attention(w, xt::zeros<float>({8}), p, c, 2); },
                                       {"(8, 24)", "(8)"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { GPT2Attention(w, b, xt::zeros<float>({8, 6}), c, 2); },
-                                      {"(8, 24)", "(8, 6)"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        GPT2Attention(w, b, xt::zeros<float>({8, 6}), c, 2);
+      },
+      {"(8, 24)", "(8, 6)"}));
   EXPECT_TRUE(throws_invalid_argument([&] { GPT2Attention(w, b, p, xt::zeros<float>({24}), 2); },
                                       {"(8, 24)", "(24)"}));
 }
@@ -98,19 +101,23 @@ TEST(GPT2Attention, RejectsConv1DTensorsOfTheWrongShape) {
 
 TEST(SplitQkv, PutsColumnBlocksZeroOneTwoIntoQKV) {
   const std::size_t d = 4;
-  const Tensor3 fused = xt::reshape_view(xt::arange<float>(2 * 3 * 3 * d),
-                                         std::array<std::size_t, 3>{2, 3, 3 * d});
+  const Tensor3 fused =
+      xt::reshape_view(xt::arange<float>(2 * 3 * 3 * d), std::array<std::size_t, 3>{2, 3, 3 * d});
   const QKV qkv = split_qkv(fused);
   const Tensor3* roles[] = {&qkv.q, &qkv.k, &qkv.v};
   for (std::size_t r = 0; r < 3; ++r) {
     const Tensor3 columns = xt::view(fused, xt::all(), xt::all(), xt::range(r * d, (r + 1) * d));
-    EXPECT_TRUE(all_close(*roles[r], columns, 0.0)) << "role " << "qkv"[r];
+    EXPECT_TRUE(all_close(*roles[r], columns, 0.0)) << "role "
+                                                    << "qkv"[r];
   }
 }
 
 TEST(SplitQkv, RejectsAWidthThatIsNotAMultipleOfThree) {
-  EXPECT_TRUE(throws_invalid_argument([] { split_qkv(xt::zeros<float>({2, 5, 10})); },
-                                      {"(2, 5, 10)", "3"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [] {
+        split_qkv(xt::zeros<float>({2, 5, 10}));
+      },
+      {"(2, 5, 10)", "3"}));
 }
 
 // ---- Block C: forward --------------------------------------------------------------------------
@@ -153,8 +160,8 @@ TEST(GPT2Attention, EqualsMultiHeadAttentionWithTheColumnBlocksOfCAttn) {
     SCOPED_TRACE(causal ? "causal" : "not causal");
     const Tensor3 y = attn.forward(x, causal);
     EXPECT_TRUE(all_close(y, separate.forward(x, mask), kEquivalenceTolerance));
-    EXPECT_TRUE(all_close(attn.attention_weights(), separate.attention_weights(),
-                          kEquivalenceTolerance));
+    EXPECT_TRUE(
+        all_close(attn.attention_weights(), separate.attention_weights(), kEquivalenceTolerance));
   }
 }
 

@@ -11,8 +11,8 @@
 
 #include "minimodel/attention/attention_block.hpp"
 #include "support/checks.hpp"
-#include "support/random_tokens.hpp"
 #include "support/fixtures.hpp"
+#include "support/random_tokens.hpp"
 
 namespace minimodel {
 namespace {

@@ -14,8 +14,8 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/rope.hpp"
 #include "support/checks.hpp"
-#include "support/random_tokens.hpp"
 #include "support/fixtures.hpp"
+#include "support/random_tokens.hpp"
 #include "tensors/npy_io.hpp"
 
 namespace minimodel {

@@ -1,7 +1,7 @@
 // Tests of the line plots: PNGs that decode, sizes, series colours, legend placement, log axes,
 // atomic writes and the validation messages. Pixels are found by colour, not by the layout code.
-#include "support/decoded_png.hpp"
 #include "figures/line_plot.hpp"
+#include "support/decoded_png.hpp"
 
 #include <cairo.h>
 #include <gtest/gtest.h>

@@ -397,7 +397,8 @@ TEST_F(AtomicWrite, NewFilesGetTheUsualPermissions) {
   workbench::write_file_atomically(dir_ / "out.txt", "x");
   umask(old_mask);
   EXPECT_EQ(fs::status(dir_ / "out.txt").permissions(),
-            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                fs::perms::others_read);
 }
 
 // --- run_captured / run_process ----------------------------------------------------------------
@@ -406,7 +407,8 @@ TEST(ChildProcess, CapturesOutputAndStreamsItLineByLine) {
   std::vector<std::string> lines;
   workbench::CaptureOptions options;
   options.on_line = [&](const std::string& line) { lines.push_back(line); };
-  const auto run = workbench::run_captured("sh", {"-c", "echo one; echo two >&2; printf three"}, options);
+  const auto run =
+      workbench::run_captured("sh", {"-c", "echo one; echo two >&2; printf three"}, options);
   EXPECT_TRUE(run.status.ok()) << run.status.describe();
   EXPECT_EQ(run.output, "one\ntwo\nthree");
   EXPECT_EQ(lines, (std::vector<std::string>{"one", "two", "three"}));
@@ -427,7 +429,8 @@ TEST(ChildProcess, StopsAChildThatRunsPastItsTimeLimit) {
   options.time_limit = std::chrono::seconds(1);
   const auto start = std::chrono::steady_clock::now();
   // The shell's own child holds the output pipe too: the whole process group must go.
-  const auto run = workbench::run_captured("sh", {"-c", "echo started; sleep 60; echo never"}, options);
+  const auto run =
+      workbench::run_captured("sh", {"-c", "echo started; sleep 60; echo never"}, options);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_TRUE(run.status.timed_out);
   EXPECT_FALSE(run.status.ok());

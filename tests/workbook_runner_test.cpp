@@ -41,7 +41,9 @@ std::string read(const fs::path& path) {  // "" for a missing file, as the tests
   return fs::exists(path) ? workbench::read_file(path) : "";
 }
 
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+void write(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
 
 struct Outcome {
   int status = -1;
@@ -70,7 +72,8 @@ const workbook::Lab& real_lab(const std::string& number) {
 TEST(LabRegistry, ListsEveryLabInOrderWithItsPaths) {
   const auto& labs = real_labs();
   ASSERT_GE(labs.size(), 3u);
-  for (std::size_t i = 0; i < labs.size(); ++i) EXPECT_EQ(std::stoi(labs[i].number), int(i)) << labs[i].slug;
+  for (std::size_t i = 0; i < labs.size(); ++i)
+    EXPECT_EQ(std::stoi(labs[i].number), int(i)) << labs[i].slug;
   const workbook::Lab& lab = labs[0];
   EXPECT_EQ(lab.slug, "attention-by-hand");
   EXPECT_EQ(lab.title, "Attention by hand");
@@ -83,14 +86,16 @@ TEST(LabRegistry, ListsEveryLabInOrderWithItsPaths) {
 }
 
 TEST(LabRegistry, ReferenceFilesMirrorTheLearnerFiles) {
-  EXPECT_EQ(real_lab("01").learner_files, std::vector<std::string>{"src/minimodel/attention/attention.cpp"});
+  EXPECT_EQ(real_lab("01").learner_files,
+            std::vector<std::string>{"src/minimodel/attention/attention.cpp"});
   EXPECT_EQ(real_lab("01").reference_files,
             std::vector<std::string>{"solutions/minimodel/attention/attention.cpp"});
   EXPECT_EQ(real_lab("02").prerequisites, (std::vector<std::string>{"00", "01"}));
 }
 
 TEST(LabRegistry, HintsAreTheHintSubsectionsOfTheLabTextInOrder) {
-  const auto hints = workbook::hints_in(workbench::read_file(fs::path(MINIMODEL_SOURCE_DIR) / real_lab("00").text));
+  const auto hints = workbook::hints_in(
+      workbench::read_file(fs::path(MINIMODEL_SOURCE_DIR) / real_lab("00").text));
   ASSERT_EQ(hints.size(), 4u);
   EXPECT_EQ(hints[0].rfind("Do the paper derivation completely", 0), 0u) << hints[0];
   EXPECT_NE(hints[3].find("Block B, in order"), std::string::npos) << hints[3];
@@ -117,24 +122,27 @@ TEST(LabRegistry, NormalisesLabNumbers) {
             std::make_pair(std::string("02"), std::string("A")));
 }
 
-// ---- The registry drives dev-check: a scratch copy of the files, no build ------------------------
+// ---- The registry drives dev-check: a scratch copy of the files, no build
+// ------------------------
 
 class DevCheckFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    repo_ = fs::temp_directory_path() / ("dev_check_files_" + std::string(info->name()) + "_" + std::to_string(getpid()));
+    repo_ = fs::temp_directory_path() /
+            ("dev_check_files_" + std::string(info->name()) + "_" + std::to_string(getpid()));
     fs::remove_all(repo_);
     fs::create_directories(repo_);
-    for (const char* part : {"labs", "src", "solutions", "tests", "verify", "experiments", "README.md", "CMakePresets.json"})
+    for (const char* part : {"labs", "src", "solutions", "tests", "verify", "experiments",
+                             "README.md", "CMakePresets.json"})
       fs::copy(fs::path(MINIMODEL_SOURCE_DIR) / part, repo_ / part,
                fs::copy_options::recursive | fs::copy_options::skip_symlinks);
     fs::remove_all(repo_ / "tests" / "fixtures");  // not needed, and large
   }
   void TearDown() override { fs::remove_all(repo_); }
   Outcome dev_check() {
-    return sh(std::string(MINIMODEL_BIN_DIR) + "/workbook --repo " + repo_.string() + " --build-dir " +
-              (repo_ / "build").string() + " dev-check --files-only");
+    return sh(std::string(MINIMODEL_BIN_DIR) + "/workbook --repo " + repo_.string() +
+              " --build-dir " + (repo_ / "build").string() + " dev-check --files-only");
   }
   void edit_registry(const std::function<void(nlohmann::ordered_json&)>& change) {
     auto registry = nlohmann::ordered_json::parse(read(repo_ / "labs" / "labs.json"));
@@ -152,13 +160,14 @@ TEST_F(DevCheckFiles, PassesOnTheRepository) {
 
 TEST_F(DevCheckFiles, ANewRegistryEntryListsExactlyTheFilesTheLabLacks) {
   edit_registry([](nlohmann::ordered_json& registry) {
-    registry["labs"].push_back({{"number", "97"},
-                                {"slug", "throwaway"},
-                                {"title", "A throwaway lab"},
-                                {"estimated_time", "5 minutes"},
-                                {"prerequisites", {"00"}},
-                                {"learner_files", {"src/minimodel/throwaway.cpp"}},
-                                {"blocks", {{{"id", "A"}, {"title", "nothing"}, {"tests", nlohmann::json::array()}}}}});
+    registry["labs"].push_back(
+        {{"number", "97"},
+         {"slug", "throwaway"},
+         {"title", "A throwaway lab"},
+         {"estimated_time", "5 minutes"},
+         {"prerequisites", {"00"}},
+         {"learner_files", {"src/minimodel/throwaway.cpp"}},
+         {"blocks", {{{"id", "A"}, {"title", "nothing"}, {"tests", nlohmann::json::array()}}}}});
   });
   const Outcome check = dev_check();
   EXPECT_EQ(check.status, 1) << check.out;
@@ -194,15 +203,19 @@ TEST_F(DevCheckFiles, TheLabTextMustAgreeWithTheRegistry) {
        {"labs/01-multi-head-attention.md: the first line is not \"# Lab 01 — Many heads\"",
         "\"## Estimated time\" does not start with the registry's \"3 days\"",
         "its \"### Block\" headings are Block A — the two constructors, Block B",
-        "\"## Files you edit\" names src/minimodel/attention/attention.cpp but the registry's learner files are "
+        "\"## Files you edit\" names src/minimodel/attention/attention.cpp but the registry's "
+        "learner files are "
         "src/minimodel/attention/attention.cpp, src/minimodel/attention/extra.cpp",
-        "README.md's lab map calls lab 01 \"Multi-head attention\" but the registry says \"Many heads\"",
-        "lab 02: the registry lists CausalMask.DoesNotExist, which tests/lab02_test.cpp does not define"})
+        "README.md's lab map calls lab 01 \"Multi-head attention\" but the registry says \"Many "
+        "heads\"",
+        "lab 02: the registry lists CausalMask.DoesNotExist, which tests/lab02_test.cpp does not "
+        "define"})
     EXPECT_NE(check.out.find(expected), std::string::npos) << expected << "\n" << check.out;
 }
 
 TEST_F(DevCheckFiles, TestsStubsPresetsAndStrayTextsAreChecked) {
-  edit_registry([](nlohmann::ordered_json& registry) { registry["labs"][0]["blocks"][0]["tests"].erase(0); });
+  edit_registry(
+      [](nlohmann::ordered_json& registry) { registry["labs"][0]["blocks"][0]["tests"].erase(0); });
   std::string stub = read(repo_ / "src/minimodel/attention/causal_mask.cpp");
   stub.replace(stub.find("TODO(lab 02, Block A)"), 21, "TODO(lab 02, Block Z)");
   write(repo_ / "src/minimodel/attention/causal_mask.cpp", stub);
@@ -211,7 +224,8 @@ TEST_F(DevCheckFiles, TestsStubsPresetsAndStrayTextsAreChecked) {
   const Outcome check = dev_check();
   EXPECT_EQ(check.status, 1) << check.out;
   for (const char* expected :
-       {"lab 00: tests/lab00_test.cpp defines Softmax.MatchesTheHandExample, which no block of the registry lists",
+       {"lab 00: tests/lab00_test.cpp defines Softmax.MatchesTheHandExample, which no block of the "
+        "registry lists",
         "lab 02: the stubs have TODOs for blocks A, Z but the registry lists blocks A",
         "labs/98-extra.md is not the text of any lab in labs/labs.json",
         "README.md: `ctest --preset nonexistent` names no test preset of CMakePresets.json"})
@@ -222,10 +236,12 @@ TEST_F(DevCheckFiles, AMalformedRegistryIsAnEnvironmentErrorNamingTheFile) {
   edit_registry([](nlohmann::ordered_json& registry) { registry["labs"][0]["number"] = "0"; });
   const Outcome check = dev_check();
   EXPECT_EQ(check.status, 3) << check.out;
-  EXPECT_NE(check.out.find("labs.json: lab number \"0\" is not two digits"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("labs.json: lab number \"0\" is not two digits"), std::string::npos)
+      << check.out;
 }
 
-// ---- The verbs, in a scratch copy -----------------------------------------------------------------
+// ---- The verbs, in a scratch copy
+// -----------------------------------------------------------------
 
 class WorkbookScratch : public ::testing::Test {
  protected:
@@ -234,24 +250,28 @@ class WorkbookScratch : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern), nullptr);
     scratch_ = pattern;
     repo_ = scratch_ / "repo";
-    const Outcome clone = sh("git clone --quiet " + std::string(MINIMODEL_SOURCE_DIR) + " " + repo_.string());
+    const Outcome clone =
+        sh("git clone --quiet " + std::string(MINIMODEL_SOURCE_DIR) + " " + repo_.string());
     ASSERT_EQ(clone.status, 0) << clone.out;
-    const Outcome configure = sh("cmake -S " + repo_.string() + " -B " + (repo_ / "build").string() +
-                             " -DCMAKE_BUILD_TYPE=Release");
+    const Outcome configure = sh("cmake -S " + repo_.string() + " -B " +
+                                 (repo_ / "build").string() + " -DCMAKE_BUILD_TYPE=Release");
     ASSERT_EQ(configure.status, 0) << configure.out;
   }
   static void TearDownTestSuite() {
     if (!std::getenv("MINIMODEL_KEEP_SCRATCH")) fs::remove_all(scratch_);
   }
   void SetUp() override {
-    if (!fs::exists(repo_ / "build" / "CMakeCache.txt")) GTEST_SKIP() << "the scratch copy could not be set up";
+    if (!fs::exists(repo_ / "build" / "CMakeCache.txt"))
+      GTEST_SKIP() << "the scratch copy could not be set up";
   }
 
   static Outcome workbook(const std::string& args) {
-    return sh(std::string(MINIMODEL_BIN_DIR) + "/workbook --repo " + repo_.string() + " --build-dir " +
-              (repo_ / "build").string() + " " + args);
+    return sh(std::string(MINIMODEL_BIN_DIR) + "/workbook --repo " + repo_.string() +
+              " --build-dir " + (repo_ / "build").string() + " " + args);
   }
-  static Outcome git(const std::string& args) { return sh("git -C " + repo_.string() + " " + args); }
+  static Outcome git(const std::string& args) {
+    return sh("git -C " + repo_.string() + " " + args);
+  }
 
   static const char* stub() { return "src/minimodel/attention/scaled_dot_product.cpp"; }
   static const char* reference() { return "solutions/minimodel/attention/scaled_dot_product.cpp"; }
@@ -265,16 +285,24 @@ TEST_F(WorkbookScratch, PristineCheckSaysNotStartedBlockA) {
   const Outcome check = workbook("check 00");
   EXPECT_EQ(check.status, 1) << check.out;
   EXPECT_NE(check.out.find("0 of 12 tests pass"), std::string::npos) << check.out;
-  EXPECT_NE(check.out.find("not started: Block A of labs/00-attention-by-hand.md"), std::string::npos) << check.out;
-  EXPECT_NE(check.out.find("not started: Block B of labs/00-attention-by-hand.md"), std::string::npos) << check.out;
-  EXPECT_EQ(check.out.find("FAIL"), std::string::npos) << "TODO failures collapse to one line per block\n" << check.out;
+  EXPECT_NE(check.out.find("not started: Block A of labs/00-attention-by-hand.md"),
+            std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("not started: Block B of labs/00-attention-by-hand.md"),
+            std::string::npos)
+      << check.out;
+  EXPECT_EQ(check.out.find("FAIL"), std::string::npos)
+      << "TODO failures collapse to one line per block\n"
+      << check.out;
   EXPECT_EQ(check.out.find("\033["), std::string::npos) << "no colour when piped";
 
   const Outcome current = workbook("");
   EXPECT_EQ(current.status, 0) << current.out;
-  EXPECT_NE(current.out.find("current lab: lab 00 — Attention by hand"), std::string::npos) << current.out;
+  EXPECT_NE(current.out.find("current lab: lab 00 — Attention by hand"), std::string::npos)
+      << current.out;
   EXPECT_NE(current.out.find("status: todo"), std::string::npos) << current.out;
-  EXPECT_NE(current.out.find("next: read labs/00-attention-by-hand.md"), std::string::npos) << current.out;
+  EXPECT_NE(current.out.find("next: read labs/00-attention-by-hand.md"), std::string::npos)
+      << current.out;
 }
 
 TEST_F(WorkbookScratch, HintShowsTheNextHintEachTimeAndKeepsItsCounterInTheBuildTree) {
@@ -295,8 +323,10 @@ TEST_F(WorkbookScratch, SolutionWaitsForPassingTestsUnlessForced) {
   EXPECT_NE(closed.out.find("--force"), std::string::npos) << closed.out;
   const Outcome forced = workbook("solution 00 --force");
   EXPECT_EQ(forced.status, 0) << forced.out;
-  EXPECT_NE(forced.out.find("# Lab 00 — Reference write-up"), std::string::npos) << forced.out.substr(0, 400);
-  EXPECT_NE(forced.out.find("==> solutions/minimodel/attention/scaled_dot_product.cpp <=="), std::string::npos);
+  EXPECT_NE(forced.out.find("# Lab 00 — Reference write-up"), std::string::npos)
+      << forced.out.substr(0, 400);
+  EXPECT_NE(forced.out.find("==> solutions/minimodel/attention/scaled_dot_product.cpp <=="),
+            std::string::npos);
 }
 
 TEST_F(WorkbookScratch, CheckPassesWithTheReferenceBodies) {
@@ -312,9 +342,12 @@ TEST_F(WorkbookScratch, DiffOfTheReferenceBodiesReportsNoDifference) {
   const Outcome diff = workbook("diff 00");
   EXPECT_EQ(diff.status, 0) << diff.out;
   for (const char* output : {"softmax", "weights", "output", "masked_weights"})
-    EXPECT_TRUE(std::regex_search(diff.out, std::regex(std::string("\n") + output + " +\\(2, 2\\) +0 +1\\.00e-05 +yes")))
-        << output << "\n" << diff.out;
-  EXPECT_NE(diff.out.find("4 of 4 outputs within tolerance: 0 differences"), std::string::npos) << diff.out;
+    EXPECT_TRUE(std::regex_search(
+        diff.out, std::regex(std::string("\n") + output + " +\\(2, 2\\) +0 +1\\.00e-05 +yes")))
+        << output << "\n"
+        << diff.out;
+  EXPECT_NE(diff.out.find("4 of 4 outputs within tolerance: 0 differences"), std::string::npos)
+      << diff.out;
 }
 
 TEST_F(WorkbookScratch, GradeJsonCountsEachLabsTests) {
@@ -346,27 +379,32 @@ TEST_F(WorkbookScratch, ResetRestoresTheStubAndKeepsABackup) {
   const Outcome refused = workbook("reset 00");
   EXPECT_EQ(refused.status, 2) << refused.out;
   EXPECT_NE(refused.out.find("--yes"), std::string::npos) << refused.out;
-  EXPECT_EQ(read(repo_ / stub()), read(repo_ / reference())) << "nothing changed without confirmation";
+  EXPECT_EQ(read(repo_ / stub()), read(repo_ / reference()))
+      << "nothing changed without confirmation";
 
   const Outcome reset = workbook("reset 00 --yes");
   EXPECT_EQ(reset.status, 0) << reset.out;
   EXPECT_EQ(read(repo_ / stub()), git(std::string("show HEAD:") + stub()).out);
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(reset.out, m, std::regex(R"(saved your version to (\S+))"))) << reset.out;
+  ASSERT_TRUE(std::regex_search(reset.out, m, std::regex(R"(saved your version to (\S+))")))
+      << reset.out;
   const fs::path backup = repo_ / m[1].str();
   EXPECT_EQ(backup.string().find((repo_ / ".workbook-backups").string()), 0u) << backup;
   ASSERT_TRUE(fs::exists(backup)) << backup;
   EXPECT_EQ(read(backup), read(repo_ / reference()));
-  EXPECT_EQ(git("status --porcelain").out, "") << ".workbook-backups/ is ignored and the stub is back";
+  EXPECT_EQ(git("status --porcelain").out, "")
+      << ".workbook-backups/ is ignored and the stub is back";
   EXPECT_NE(workbook("reset 00 --yes").out.find("nothing to do"), std::string::npos);
 }
 
 TEST_F(WorkbookScratch, BadLabNumbersAreUsageErrors) {
   const std::string range = workbook::lab_range(workbook::load_registry(repo_));  // "00–06" today
-  for (const char* verb : {"check 97", "verify 97", "diff 97", "hint 97", "solution 97", "reset 97 --yes"}) {
+  for (const char* verb :
+       {"check 97", "verify 97", "diff 97", "hint 97", "solution 97", "reset 97 --yes"}) {
     const Outcome run = workbook(verb);
     EXPECT_EQ(run.status, 2) << verb << ": " << run.out;
-    EXPECT_NE(run.out.find("no lab 97: labs are " + range), std::string::npos) << verb << ": " << run.out;
+    EXPECT_NE(run.out.find("no lab 97: labs are " + range), std::string::npos)
+        << verb << ": " << run.out;
   }
   EXPECT_EQ(workbook("check x").status, 2);
   EXPECT_EQ(workbook("frobnicate").status, 2);
@@ -379,7 +417,8 @@ TEST_F(WorkbookScratch, ASyntaxErrorShowsTheFirstCompileErrorWithFileAndLine) {
   write(repo_ / stub(), pristine);
   EXPECT_EQ(check.status, 1) << check.out;
   EXPECT_NE(check.out.find("build error"), std::string::npos) << check.out;
-  EXPECT_TRUE(std::regex_search(check.out, std::regex(R"(src/minimodel/attention/scaled_dot_product\.cpp:\d+:\d+: error: )")))
+  EXPECT_TRUE(std::regex_search(
+      check.out, std::regex(R"(src/minimodel/attention/scaled_dot_product\.cpp:\d+:\d+: error: )")))
       << check.out;
   EXPECT_NE(check.out.find("workbook-build.log"), std::string::npos) << check.out;
 }
@@ -393,8 +432,8 @@ TEST_F(WorkbookScratch, WatchRechecksWhenALearnerFileIsSaved) {
     dup2(fd, 1);
     dup2(fd, 2);
     const std::string program = std::string(MINIMODEL_BIN_DIR) + "/workbook";
-    execl(program.c_str(), program.c_str(), "--repo", repo_.c_str(), "--build-dir", (repo_ / "build").c_str(), "watch",
-          static_cast<char*>(nullptr));
+    execl(program.c_str(), program.c_str(), "--repo", repo_.c_str(), "--build-dir",
+          (repo_ / "build").c_str(), "watch", static_cast<char*>(nullptr));
     _exit(127);
   }
   auto count = [&](const std::string& what) {
@@ -441,13 +480,16 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
     write(repo_ / file, text.erase(at, line.size()));
   };
   const std::vector<Defect> defects = {
-      {"a missing section", [&] { remove_line("labs/00-attention-by-hand.md", "## Stop conditions\n"); },
+      {"a missing section",
+       [&] { remove_line("labs/00-attention-by-hand.md", "## Stop conditions\n"); },
        "labs/00-attention-by-hand.md: no \"## Stop conditions\" section"},
       {"a missing README row",
        [&] {
          remove_line("README.md",
-                     "| [01 — Multi-head attention](labs/01-multi-head-attention.md) | heads as column blocks of one "
-                     "big matrix per role; W_O | `MultiHeadAttention`, `split_heads`, `merge_heads`, `heatmap.png` "
+                     "| [01 — Multi-head attention](labs/01-multi-head-attention.md) | heads as "
+                     "column blocks of one "
+                     "big matrix per role; W_O | `MultiHeadAttention`, `split_heads`, "
+                     "`merge_heads`, `heatmap.png` "
                      "(one panel per head) |\n");
        },
        "lab 01 lacks a row in README.md's lab map"},
@@ -458,7 +500,8 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
          fs::copy_file(repo_ / reference(), repo_ / stub(), fs::copy_options::overwrite_existing);
          git("-c user.name=t -c user.email=t@t commit --quiet -am 'stub passes'");
        },
-       "lab 00: a pristine stub does not fail with its TODO (lab00.stubs): Softmax.MatchesTheHandExample passes on "
+       "lab 00: a pristine stub does not fail with its TODO (lab00.stubs): "
+       "Softmax.MatchesTheHandExample passes on "
        "the pristine stubs"},
       {"a failing reference test",
        [&] {  // the reference softmax forgets to normalise
@@ -470,14 +513,18 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
        },
        "lab 00: a reference test fails: "},
       {"a figure that is listed but not drawn",
-       [&] {  // an earlier run's PNG is still there: the verify program must not pass it off as its own
+       [&] {  // an earlier run's PNG is still there: the verify program must not pass it off as its
+              // own
          std::string text = read(repo_ / "verify/lab00_verify.cpp");
-         const std::string draw = "workbench::render_heatmaps(run.artifact(\"attention_weights.png\"), figure);";
+         const std::string draw =
+             "workbench::render_heatmaps(run.artifact(\"attention_weights.png\"), figure);";
          ASSERT_NE(text.find(draw), std::string::npos);
-         text.replace(text.find(draw), draw.size(), "(void)figure; run.artifact(\"attention_weights.png\");");
+         text.replace(text.find(draw), draw.size(),
+                      "(void)figure; run.artifact(\"attention_weights.png\");");
          write(repo_ / "verify/lab00_verify.cpp", text);
        },
-       "lab 00: the reference verify program failed (lab00.reference.verify): verify 00-attention-by-hand "
+       "lab 00: the reference verify program failed (lab00.reference.verify): verify "
+       "00-attention-by-hand "
        "(reference): attention_weights.png is listed as an artifact but this run did not write it"},
   };
   ASSERT_EQ(workbook("dev-check --lab 00").status, 0) << "reference artifacts from a passing run";

@@ -32,7 +32,8 @@ struct CommandResult {
 // Runs `workbook <args>` through the shell, capturing stderr.
 CommandResult workbook(const std::string& args, const fs::path& scratch) {
   const fs::path err = scratch / "stderr.txt";
-  const std::string command = std::string(MINIMODEL_BIN_DIR) + "/workbook " + args + " 2> " + err.string();
+  const std::string command =
+      std::string(MINIMODEL_BIN_DIR) + "/workbook " + args + " 2> " + err.string();
   const int raw = std::system(command.c_str());
   std::ifstream in(err);
   std::stringstream text;
@@ -44,21 +45,28 @@ class WorkbookAttend : public ::testing::Test {
  protected:
   void SetUp() override {
     scratch_ = fs::temp_directory_path() /
-               ("workbook_attend_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+               ("workbook_attend_" +
+                std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(scratch_);
     fs::create_directories(scratch_);
   }
   void TearDown() override { fs::remove_all(scratch_); }
 
-  static fs::path fixture(const std::string& name) { return fs::path(MINIMODEL_FIXTURES_DIR) / name; }
+  static fs::path fixture(const std::string& name) {
+    return fs::path(MINIMODEL_FIXTURES_DIR) / name;
+  }
 
   // The attend arguments for fixture `name`; `replace` swaps a flag's value, e.g. {{"--x", path}}.
-  std::string args(const std::string& name, const std::map<std::string, std::string>& replace = {}) const {
+  std::string args(const std::string& name,
+                   const std::map<std::string, std::string>& replace = {}) const {
     const fs::path f = fixture(name);
     std::map<std::string, std::string> flags = {
-        {"--x", (f / "x.npy").string()},     {"--wq", (f / "w_q.npy").string()},
-        {"--wk", (f / "w_k.npy").string()},  {"--wv", (f / "w_v.npy").string()},
-        {"--wo", (f / "w_o.npy").string()},  {"--out", out().string()},
+        {"--x", (f / "x.npy").string()},
+        {"--wq", (f / "w_q.npy").string()},
+        {"--wk", (f / "w_k.npy").string()},
+        {"--wv", (f / "w_v.npy").string()},
+        {"--wo", (f / "w_o.npy").string()},
+        {"--out", out().string()},
         {"--attn-out", attn().string()},
         {"--heads", std::to_string(testing::Fixture(name).meta().at("n_heads").get<int>())}};
     for (const auto& [flag, value] : replace) flags[flag] = value;
@@ -71,7 +79,8 @@ class WorkbookAttend : public ::testing::Test {
   void expect_rejected(const std::string& arguments, const std::string& mention) {
     const CommandResult run = workbook(arguments, scratch_);
     EXPECT_EQ(run.status, 2) << run.stderr_text;
-    EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1) << run.stderr_text;
+    EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1)
+        << run.stderr_text;
     EXPECT_NE(run.stderr_text.find(mention), std::string::npos) << run.stderr_text;
     EXPECT_FALSE(fs::exists(out()));
     EXPECT_FALSE(fs::exists(attn()));
@@ -86,8 +95,10 @@ TEST_F(WorkbookAttend, MatchesTorchOnABatch) {
   const CommandResult run = workbook(args("mha_batched"), scratch_);
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   const testing::Fixture expected("mha_batched");
-  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"), testing::kTorchTolerance));
-  EXPECT_TRUE(all_close(xt::load_npy<float>(attn().string()), expected.array<4>("attn"), testing::kTorchTolerance));
+  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"),
+                        testing::kTorchTolerance));
+  EXPECT_TRUE(all_close(xt::load_npy<float>(attn().string()), expected.array<4>("attn"),
+                        testing::kTorchTolerance));
 }
 
 TEST_F(WorkbookAttend, MatchesTorchUnbatchedWithWeightsAsHTT) {
@@ -95,7 +106,8 @@ TEST_F(WorkbookAttend, MatchesTorchUnbatchedWithWeightsAsHTT) {
   const testing::Fixture expected("mha_unbatched");
   const CommandResult run = workbook(args("mha_unbatched"), scratch_);
   ASSERT_EQ(run.status, 0) << run.stderr_text;
-  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<2>("y"), testing::kTorchTolerance));
+  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<2>("y"),
+                        testing::kTorchTolerance));
   const xt::xarray<float> a = xt::load_npy<float>(attn().string());
   EXPECT_EQ(a.dimension(), 3u);
   EXPECT_TRUE(all_close(a, xt::view(expected.array<4>("attn"), 0), testing::kTorchTolerance));
@@ -105,7 +117,8 @@ TEST_F(WorkbookAttend, MatchesTorchCausal) {
   const CommandResult run = workbook(args("mha_causal", {{"--causal", ""}}), scratch_);
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   const testing::Fixture expected("mha_causal");
-  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"), testing::kTorchTolerance));
+  EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"),
+                        testing::kTorchTolerance));
 }
 
 TEST_F(WorkbookAttend, KvEqualToXGivesSelfAttention) {
@@ -113,8 +126,8 @@ TEST_F(WorkbookAttend, KvEqualToXGivesSelfAttention) {
   ASSERT_EQ(workbook(args("mha_causal"), scratch_).status, 0);
   const xt::xarray<float> self = xt::load_npy<float>(out().string());
   fs::remove(out());
-  const CommandResult run =
-      workbook(args("mha_causal", {{"--kv", (fixture("mha_causal") / "x.npy").string()}}), scratch_);
+  const CommandResult run = workbook(
+      args("mha_causal", {{"--kv", (fixture("mha_causal") / "x.npy").string()}}), scratch_);
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), self, testing::kTorchTolerance));
 }
@@ -132,13 +145,15 @@ TEST_F(WorkbookAttend, RejectsRopeWithKv) {
 }
 
 TEST_F(WorkbookAttend, RejectsPositionsWithoutRope) {
-  expect_rejected(args("mha_batched", {{"--positions", (fixture("mha_batched") / "x.npy").string()}}),
-                  "--positions needs --rope-theta");
+  expect_rejected(
+      args("mha_batched", {{"--positions", (fixture("mha_batched") / "x.npy").string()}}),
+      "--positions needs --rope-theta");
 }
 
 TEST_F(WorkbookAttend, RejectsAPaddingMaskThatIsNotBool) {
-  expect_rejected(args("mha_batched", {{"--key-padding-mask", (fixture("mha_batched") / "x.npy").string()}}),
-                  "bool or uint8");
+  expect_rejected(
+      args("mha_batched", {{"--key-padding-mask", (fixture("mha_batched") / "x.npy").string()}}),
+      "bool or uint8");
 }
 
 TEST_F(WorkbookAttend, RejectsAMissingFile) {

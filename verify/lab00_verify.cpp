@@ -5,23 +5,28 @@
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xmath.hpp>
 
-#include "minimodel/attention/attention.hpp"
 #include "figures/heatmap.hpp"
 #include "lab_setup.hpp"
+#include "minimodel/attention/attention.hpp"
 
 using minimodel::Tensor2;
 
 int main(int argc, char** argv) {
-  const workbench::VerifySpec spec{
-      "00-attention-by-hand", 0,
-      {{"x", "I (2 x 2)"}, {"w_q", "I"}, {"w_k", "[[0, 1], [1, 0]]"}, {"w_v", "diag(2, 3)"}, {"d_head", 2}}};
+  const workbench::VerifySpec spec{"00-attention-by-hand",
+                                   0,
+                                   {{"x", "I (2 x 2)"},
+                                    {"w_q", "I"},
+                                    {"w_k", "[[0, 1], [1, 0]]"},
+                                    {"w_v", "diag(2, 3)"},
+                                    {"d_head", 2}}};
   return lab_setup::run(argc, argv, spec, [](workbench::VerifyRun& run) {
     constexpr double kTolerance = 1e-5;  // float32 on O(1) numbers is good to ~1e-7
     const Tensor2 x = {{1, 0}, {0, 1}};
     const Tensor2 w_q = {{1, 0}, {0, 1}}, w_k = {{0, 1}, {1, 0}}, w_v = {{2, 0}, {0, 3}};
 
     run.print("Step 1. Project the tokens: Q = X W_Q, K = X W_K, V = X W_V.");
-    const Tensor2 q = xt::linalg::dot(x, w_q), k = xt::linalg::dot(x, w_k), v = xt::linalg::dot(x, w_v);
+    const Tensor2 q = xt::linalg::dot(x, w_q), k = xt::linalg::dot(x, w_k),
+                  v = xt::linalg::dot(x, w_v);
     run.print_matrix("Q", q);
     run.print_matrix("K", k);
     run.print_matrix("V", v);
@@ -35,14 +40,15 @@ int main(int argc, char** argv) {
     // The hand numbers: s = 1/sqrt(2) off the diagonal, p = e^s / (1 + e^s).
     const double s = 1.0 / std::sqrt(2.0), p = std::exp(s) / (1.0 + std::exp(s));
     const Tensor2 hand_weights = {{float(1 - p), float(p)}, {float(p), float(1 - p)}};
-    const Tensor2 hand_output = {{float(2 * (1 - p)), float(3 * p)}, {float(2 * p), float(3 * (1 - p))}};
+    const Tensor2 hand_output = {{float(2 * (1 - p)), float(3 * p)},
+                                 {float(2 * p), float(3 * (1 - p))}};
 
     run.print("Step 3. softmax of each row (Block A).");
     const Tensor2 weights = minimodel::softmax(scaled);
     run.print_matrix("softmax", weights);
     run.record("softmax", weights, kTolerance);
-    run.check_max_abs_diff("softmax matches the hand weights", workbench::max_abs_diff(weights, hand_weights),
-                           kTolerance);
+    run.check_max_abs_diff("softmax matches the hand weights",
+                           workbench::max_abs_diff(weights, hand_weights), kTolerance);
 
     run.print("Step 4. single_head_attention (Block B): weights and output = weights V.");
     const minimodel::AttentionResult result = minimodel::single_head_attention(q, k, v);

@@ -5,10 +5,10 @@
 #include <xtensor/xsort.hpp>
 #include <xtensor/xview.hpp>
 
-#include "minimodel/attention/attention.hpp"
-#include "minimodel/shapes.hpp"
 #include "figures/heatmap.hpp"
 #include "lab_setup.hpp"
+#include "minimodel/attention/attention.hpp"
+#include "minimodel/shapes.hpp"
 
 using lab_setup::embed_tokens;
 using lab_setup::kDModel;
@@ -33,11 +33,12 @@ int main(int argc, char** argv) {
     const minimodel::AttentionResult head = minimodel::single_head_attention(
         xt::linalg::dot(x, one_head.w_q()), xt::linalg::dot(x, one_head.w_k()),
         xt::linalg::dot(x, one_head.w_v()));
-    run.check_max_abs_diff("H = 1 output equals single_head_attention then W_O",
-                           workbench::max_abs_diff(y1, xt::linalg::dot(head.output, one_head.w_o())),
-                           kTolerance);
+    run.check_max_abs_diff(
+        "H = 1 output equals single_head_attention then W_O",
+        workbench::max_abs_diff(y1, xt::linalg::dot(head.output, one_head.w_o())), kTolerance);
 
-    run.print("Checks 2-4. H = 4 heads over the sentence: " + std::to_string(tokens.size()) + " tokens.");
+    run.print("Checks 2-4. H = 4 heads over the sentence: " + std::to_string(tokens.size()) +
+              " tokens.");
     MultiHeadAttention mha(kDModel, kHeads, kSeed + 1);
     const Tensor2 y = mha.forward(x);
     const minimodel::Tensor4& weights = mha.attention_weights();  // (1, H, T, T)
@@ -48,10 +49,12 @@ int main(int argc, char** argv) {
               "output " + minimodel::shape_of(y) + ", weights " + minimodel::shape_of(weights));
     const Tensor2 row_sums = xt::sum(xt::view(weights, 0), {2});
     run.check_max_abs_diff("every attention row sums to 1",
-                           workbench::max_abs_diff(row_sums, xt::ones<float>({kHeads, T})), kTolerance);
+                           workbench::max_abs_diff(row_sums, xt::ones<float>({kHeads, T})),
+                           kTolerance);
 
     const std::size_t params = 4 * kDModel * kDModel;
-    const std::size_t counted = mha.w_q().size() + mha.w_k().size() + mha.w_v().size() + mha.w_o().size();
+    const std::size_t counted =
+        mha.w_q().size() + mha.w_k().size() + mha.w_v().size() + mha.w_o().size();
     run.check("parameter count is 4 d_model^2", counted == params, double(counted),
               std::to_string(counted) + " weights = 4 x " + std::to_string(kDModel) + "^2 (" +
                   std::to_string(3 * kDModel * kDModel) + " without W_O)");

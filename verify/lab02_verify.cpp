@@ -3,10 +3,10 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
-#include "minimodel/attention/attention.hpp"
-#include "minimodel/shapes.hpp"
 #include "figures/heatmap.hpp"
 #include "lab_setup.hpp"
+#include "minimodel/attention/attention.hpp"
+#include "minimodel/shapes.hpp"
 
 using lab_setup::embed_tokens;
 using lab_setup::kDModel;
@@ -18,8 +18,8 @@ using minimodel::MultiHeadAttention;
 using minimodel::Tensor2;
 
 int main(int argc, char** argv) {
-  const workbench::VerifySpec spec{"02-causal-mask", kSeed,
-                                   lab_setup::toy_config({{"masked_score", minimodel::kMaskedScore}})};
+  const workbench::VerifySpec spec{
+      "02-causal-mask", kSeed, lab_setup::toy_config({{"masked_score", minimodel::kMaskedScore}})};
   return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
     const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size();
@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
     run.print_matrix("causal_mask(4)", minimodel::causal_mask(4));
     const Tensor2 mask = minimodel::causal_mask(T);
     run.record("mask", mask, 0.0);  // exact, as in the tests
-    const Tensor2 expected_mask = xt::where(xt::triu(xt::ones<float>({T, T}), 1) > 0.5f,
-                                            minimodel::kMaskedScore, 0.0f);
+    const Tensor2 expected_mask =
+        xt::where(xt::triu(xt::ones<float>({T, T}), 1) > 0.5f, minimodel::kMaskedScore, 0.0f);
     run.check_max_abs_diff("causal_mask(8) is 0 on and below the diagonal, kMaskedScore above",
                            workbench::max_abs_diff(mask, expected_mask), 0.0);
 
@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     const minimodel::Tensor4 weights = mha.attention_weights();  // (1, H, T, T)
     run.record("masked_output", y, 1e-5);
     run.record("weights", weights, 1e-5);
-    const float future_weight = xt::amax(xt::view(weights, 0) * xt::triu(xt::ones<float>({T, T}), 1))();
+    const float future_weight =
+        xt::amax(xt::view(weights, 0) * xt::triu(xt::ones<float>({T, T}), 1))();
     run.check("no weight on future tokens", future_weight == 0.0f, future_weight,
               "largest weight above the diagonal = " + workbench::scientific(future_weight));
     const Tensor2 row_sums = xt::sum(xt::view(weights, 0), {2});
@@ -52,9 +53,11 @@ int main(int argc, char** argv) {
     const Tensor2 y_changed = mha.forward(embed_tokens(changed_tokens), mask);
     run.record("perturbed_output", y_changed, 1e-5);
     auto earlier = xt::range(0, T - 1);
-    run.check_max_abs_diff("positions 0..T-2 are unchanged",
-                           workbench::max_abs_diff(xt::view(y_changed, earlier), xt::view(y, earlier)), 1e-6);
-    const double last_change = workbench::max_abs_diff(xt::view(y_changed, T - 1), xt::view(y, T - 1));
+    run.check_max_abs_diff(
+        "positions 0..T-2 are unchanged",
+        workbench::max_abs_diff(xt::view(y_changed, earlier), xt::view(y, earlier)), 1e-6);
+    const double last_change =
+        workbench::max_abs_diff(xt::view(y_changed, T - 1), xt::view(y, T - 1));
     run.check("the last position does change", last_change > 1e-3, last_change,
               "max |diff| at the last position = " + workbench::scientific(last_change));
 
@@ -71,7 +74,8 @@ int main(int argc, char** argv) {
     workbench::HeatmapFigure visual;
     visual.title = "Lab 02: the causal mask and the masked attention of head 0";
     const Tensor2 allowed = xt::where(mask < 0.0f, 0.0f, 1.0f);
-    visual.panels = {{allowed, "mask: 1 = may attend, 0 = masked"}, {xt::view(weights, 0, 0), "head 0 weights"}};
+    visual.panels = {{allowed, "mask: 1 = may attend, 0 = masked"},
+                     {xt::view(weights, 0, 0), "head 0 weights"}};
     visual.grid_cols = 2;
     visual.row_labels = visual.col_labels = tokens;
     visual.colorbar_label = "mask value / attention weight";

@@ -5,11 +5,11 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include "figures/heatmap.hpp"
+#include "lab_setup.hpp"
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/gpt2_attention.hpp"
 #include "minimodel/shapes.hpp"
-#include "figures/heatmap.hpp"
-#include "lab_setup.hpp"
 
 using lab_setup::embed_tokens;
 using lab_setup::kSeed;
@@ -33,23 +33,25 @@ int main(int argc, char** argv) {
   constexpr std::size_t kDModel = 768, kHeads = 12;  // GPT-2 small
   const workbench::VerifySpec spec{
       "03-fused-qkv", kSeed,
-      lab_setup::toy_config({{"init_std", 0.02}, {"bias_seed", kSeed + 2}, {"causal", true}}, kDModel,
-                            kHeads)};
+      lab_setup::toy_config({{"init_std", 0.02}, {"bias_seed", kSeed + 2}, {"causal", true}},
+                            kDModel, kHeads)};
   return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
     const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size(), d = kDModel;
     const Tensor2 x = embed_tokens(tokens, kDModel);  // (T, d_model)
 
     GPT2Attention gpt2(kDModel, kHeads, kSeed + 1);
-    const Tensor2 y = gpt2.forward(x);  // causal, as in GPT-2
+    const Tensor2 y = gpt2.forward(x);                            // causal, as in GPT-2
     const minimodel::Tensor4 weights = gpt2.attention_weights();  // (1, H, T, T)
     run.record("output", y, 1e-5);  // the tolerance of the lab 03 tests
     run.record("attention_weights", weights, 1e-5);
 
-    run.print("Checks 1-2. One fused c_attn (768 x 2304) equals lab 01's W_Q, W_K, W_V "
-              "(768 x 768 each),");
-    run.print("its column blocks, with lab 02's causal mask and W_O = c_proj_weight "
-              "(biases are zero at init).");
+    run.print(
+        "Checks 1-2. One fused c_attn (768 x 2304) equals lab 01's W_Q, W_K, W_V "
+        "(768 x 768 each),");
+    run.print(
+        "its column blocks, with lab 02's causal mask and W_O = c_proj_weight "
+        "(biases are zero at init).");
     const Tensor2& w = gpt2.c_attn_weight();
     minimodel::MultiHeadAttention separate(role_block(w, 0), role_block(w, 1), role_block(w, 2),
                                            gpt2.c_proj_weight(), kHeads);
@@ -70,8 +72,8 @@ int main(int argc, char** argv) {
                   std::to_string(from_tensors) +
                   ", 4 x 768^2 + 4 x 768 = " + std::to_string(formula));
 
-    run.print("Checks 4-5. Causal weights of H = 12 heads over " + std::to_string(T) + " tokens: " +
-              minimodel::shape_of(weights) + ".");
+    run.print("Checks 4-5. Causal weights of H = 12 heads over " + std::to_string(T) +
+              " tokens: " + minimodel::shape_of(weights) + ".");
     const float future_weight =
         xt::amax(xt::view(weights, 0) * xt::triu(xt::ones<float>({T, T}), 1))();
     run.check("no weight on future tokens", future_weight == 0.0f, future_weight,

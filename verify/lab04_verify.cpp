@@ -7,10 +7,10 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
-#include "minimodel/attention/attention_block.hpp"
-#include "minimodel/shapes.hpp"
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
+#include "minimodel/attention/attention_block.hpp"
+#include "minimodel/shapes.hpp"
 
 using lab_setup::embed_tokens;
 using lab_setup::kDModel;
@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
 
     // ---- One block of each kind on the sentence ----
     const MultiHeadAttention layer(kDModel, kHeads, kWeightSeed);
-    const Tensor3 post_out = block(x, layer, Norm::post_ln), pre_out = block(x, layer, Norm::pre_ln);
+    const Tensor3 post_out = block(x, layer, Norm::post_ln),
+                  pre_out = block(x, layer, Norm::pre_ln);
     run.record("layer_norm", minimodel::layer_norm(x), 1e-5);  // the tolerance of the lab 04 tests
     run.record("post_ln_block", post_out, 1e-5);
     run.record("pre_ln_block", pre_out, 1e-5);

@@ -9,12 +9,12 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
-#include "minimodel/attention/attention.hpp"
-#include "minimodel/attention/rope.hpp"
-#include "minimodel/shapes.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
+#include "minimodel/attention/attention.hpp"
+#include "minimodel/attention/rope.hpp"
+#include "minimodel/shapes.hpp"
 
 using lab_setup::embed_tokens;
 using lab_setup::kDModel;

@@ -10,10 +10,10 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
-#include "minimodel/attention/cross_attention.hpp"
-#include "minimodel/shapes.hpp"
 #include "figures/heatmap.hpp"
 #include "lab_setup.hpp"
+#include "minimodel/attention/cross_attention.hpp"
+#include "minimodel/shapes.hpp"
 
 using lab_setup::embed_tokens;
 using lab_setup::kDModel;
@@ -44,8 +44,7 @@ const std::vector<std::string>& decoder_tokens() {
 // Two encoder sequences of 8 positions; the second ends in 3 <pad>.
 const std::vector<std::vector<std::string>>& encoder_tokens() {
   static const std::vector<std::vector<std::string>> tokens = {
-      toy_sentence(),
-      {"<bos>", "we", "rest", ",", "they", "<pad>", "<pad>", "<pad>"}};
+      toy_sentence(), {"<bos>", "we", "rest", ",", "they", "<pad>", "<pad>", "<pad>"}};
   return tokens;
 }
 
@@ -74,7 +73,8 @@ MultiheadCrossAttention make_module(float dropout) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const workbench::VerifySpec spec{"06-cross-attention", kSeed,
+  const workbench::VerifySpec spec{"06-cross-attention",
+                                   kSeed,
                                    {{"d_model", kDModel},
                                     {"n_heads", kHeads},
                                     {"decoder_tokens", decoder_tokens()},
@@ -96,13 +96,15 @@ int main(int argc, char** argv) {
     for (std::size_t s = S - kPadded; s < S; ++s) (*options.key_padding_mask)(1, s) = true;
 
     run.print("Checks 1-2. " + std::to_string(T) + " decoder queries over 2 encoder sequences of " +
-              std::to_string(S) + " keys; sequence 1 ends in " + std::to_string(kPadded) + " <pad>.");
+              std::to_string(S) + " keys; sequence 1 ends in " + std::to_string(kPadded) +
+              " <pad>.");
     MultiheadCrossAttention m = make_module(0.0f);
     const minimodel::AttentionOutput out = m.forward(query, memory, memory, options);
-    const Tensor4& weights = *out.weights;  // (B, H, T, S)
+    const Tensor4& weights = *out.weights;   // (B, H, T, S)
     run.record("output", out.output, 1e-5);  // the tolerance of the lab 06 tests
     run.record("attention_weights", weights, 1e-5);
-    run.print("output " + minimodel::shape_of(out.output) + ", weights " + minimodel::shape_of(weights));
+    run.print("output " + minimodel::shape_of(out.output) + ", weights " +
+              minimodel::shape_of(weights));
     const auto padded = xt::view(weights, 1, xt::all(), xt::all(), xt::range(S - kPadded, S));
     const float pad_weight = xt::amax(padded)();
     run.check("padded keys get weight exactly 0", pad_weight == 0.0f, pad_weight,
@@ -122,8 +124,9 @@ int main(int argc, char** argv) {
     const auto empty_row = xt::view(*empty.weights, 1, xt::all(), 2);  // (H, S)
     const float kept_sum = xt::sum(xt::view(*empty.weights, 0, 0, 2))();
     const float empty_weight = xt::amax(xt::abs(empty_row))();
-    run.check("a fully masked row gets zero weights, not NaN", empty_weight == 0.0f, empty_weight,
-              "largest |weight| in that row, over the 4 heads = " + workbench::scientific(empty_weight));
+    run.check(
+        "a fully masked row gets zero weights, not NaN", empty_weight == 0.0f, empty_weight,
+        "largest |weight| in that row, over the 4 heads = " + workbench::scientific(empty_weight));
     run.print("  the same row of sequence 0 keeps keys 5-7; its weights sum to " +
               std::to_string(kept_sum));
     run.check_max_abs_diff("its output is b_o",
@@ -145,8 +148,9 @@ int main(int argc, char** argv) {
                                 xt::sum(xt::equal(weights, 0.0f))();  // minus the <pad> zeros
     const std::size_t unpadded = weights.size() - kHeads * T * kPadded;
     run.check("training mode: the same seed gives the same dropout", diff == 0.0, diff,
-              "max |diff| = " + workbench::scientific(diff) + "; " + std::to_string(unpadded_zeros) +
-                  " of " + std::to_string(unpadded) + " unpadded weights dropped (" +
+              "max |diff| = " + workbench::scientific(diff) + "; " +
+                  std::to_string(unpadded_zeros) + " of " + std::to_string(unpadded) +
+                  " unpadded weights dropped (" +
                   std::to_string(100.0 * double(unpadded_zeros) / double(unpadded)).substr(0, 4) +
                   "%), output changed by up to " +
                   workbench::scientific(workbench::max_abs_diff(first.output, out.output)));
@@ -156,7 +160,8 @@ int main(int argc, char** argv) {
     figure.title = "Lab 06: cross-attention over padded encoder sequence 1 (H = 4, d_model = 64)";
     for (std::size_t h = 0; h < kHeads; ++h) {
       Tensor2 panel = xt::view(weights, 1, h);  // (T, S)
-      xt::view(panel, xt::all(), xt::range(S - kPadded, S)) = std::numeric_limits<float>::quiet_NaN();
+      xt::view(panel, xt::all(), xt::range(S - kPadded, S)) =
+          std::numeric_limits<float>::quiet_NaN();
       figure.panels.push_back({panel, "head " + std::to_string(h)});
     }
     figure.grid_rows = figure.grid_cols = 2;

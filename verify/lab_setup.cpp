@@ -15,7 +15,8 @@ const std::vector<std::string>& toy_vocabulary() {
 }
 
 const std::vector<std::string>& toy_sentence() {
-  static const std::vector<std::string> sentence = {"<bos>", "I", "work", ",", "you", "work", ",", "he"};
+  static const std::vector<std::string> sentence = {"<bos>", "I",    "work", ",",
+                                                    "you",   "work", ",",    "he"};
   return sentence;
 }
 
@@ -31,7 +32,8 @@ xt::xtensor<float, 2> embed_tokens(const std::vector<std::string>& tokens, std::
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     const auto id = std::find(vocabulary.begin(), vocabulary.end(), tokens[t]) - vocabulary.begin();
     if (id == static_cast<std::ptrdiff_t>(vocabulary.size()))
-      throw std::invalid_argument("embed_tokens: \"" + tokens[t] + "\" is not in the toy vocabulary");
+      throw std::invalid_argument("embed_tokens: \"" + tokens[t] +
+                                  "\" is not in the toy vocabulary");
     xt::view(embedded, t) = xt::view(table, id);
   }
   return embedded;

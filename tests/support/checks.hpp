@@ -3,8 +3,8 @@
 // checks that demand std::invalid_argument with the shapes in its message.
 #include <cmath>
 #include <functional>
-#include <iomanip>
 #include <initializer_list>
+#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -47,14 +47,14 @@ template <class A, class E>
   for (std::size_t d = 0; d < multi.size(); ++d) index << (d ? ", " : "") << multi[d];
   return ::testing::AssertionFailure()
          << "max |actual - expected| = " << short_number(worst) << " > tolerance "
-         << short_number(tolerance) << " at (" << index.str() << "): actual " << short_number(a.flat(at))
-         << ", expected " << short_number(e.flat(at));
+         << short_number(tolerance) << " at (" << index.str() << "): actual "
+         << short_number(a.flat(at)) << ", expected " << short_number(e.flat(at));
 }
 
 /// Passes when `call` throws std::invalid_argument whose message contains every one of `parts`
 /// (typically both shapes). Any other outcome is reported with what happened instead.
-inline ::testing::AssertionResult throws_invalid_argument(const std::function<void()>& call,
-                                                          std::initializer_list<std::string> parts) {
+inline ::testing::AssertionResult throws_invalid_argument(
+    const std::function<void()>& call, std::initializer_list<std::string> parts) {
   try {
     call();
   } catch (const std::invalid_argument& e) {

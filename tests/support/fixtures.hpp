@@ -14,7 +14,8 @@ namespace minimodel::testing {
 /// One fixture case: its .npy arrays by name and its meta.json.
 class Fixture {
  public:
-  explicit Fixture(const std::string& name) : dir_(std::filesystem::path(MINIMODEL_FIXTURES_DIR) / name) {
+  explicit Fixture(const std::string& name)
+      : dir_(std::filesystem::path(MINIMODEL_FIXTURES_DIR) / name) {
     std::ifstream meta(dir_ / "meta.json");
     if (!meta)
       throw std::runtime_error("missing fixture " + dir_.string() +

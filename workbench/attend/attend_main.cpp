@@ -3,8 +3,8 @@
 // weights. Exit status: 0 done, 1 a TODO stub was reached, 2 bad input (nothing is written).
 //
 // Which labs' code runs:
-//   no bias, --kv, --key-padding-mask or --rope-theta  lab 01's MultiHeadAttention (+ lab 02's mask)
-//   any of them                                        lab 06's MultiheadCrossAttention, with
+//   no bias, --kv, --key-padding-mask or --rope-theta  lab 01's MultiHeadAttention (+ lab 02's
+//   mask) any of them                                        lab 06's MultiheadCrossAttention, with
 //                                                      lab 05's RoPE as its transform_qk
 //   --block                                            lab 04's attention_block around either
 #include <filesystem>
@@ -54,7 +54,8 @@ Tensor2 load_weight(const std::filesystem::path& path, const char* flag, std::si
   return w;
 }
 
-std::optional<Tensor1> load_bias(const std::filesystem::path& path, const char* flag, std::size_t d) {
+std::optional<Tensor1> load_bias(const std::filesystem::path& path, const char* flag,
+                                 std::size_t d) {
   if (path.empty()) return std::nullopt;
   const xt::xarray<float> b = workbench::load_npy_f32(path);
   if (b.dimension() != 1 || b.shape()[0] != d)
@@ -64,7 +65,8 @@ std::optional<Tensor1> load_bias(const std::filesystem::path& path, const char* 
 }
 
 // (S) or (B, S), matching X's rank -> (B, S).
-minimodel::BoolTensor2 load_padding(const std::filesystem::path& path, const Tensor3& kv, bool batched) {
+minimodel::BoolTensor2 load_padding(const std::filesystem::path& path, const Tensor3& kv,
+                                    bool batched) {
   const xt::xarray<bool> m = workbench::load_npy_bool(path);
   const std::size_t B = kv.shape(0), S = kv.shape(1);
   const bool ok = batched ? m.dimension() == 2 && m.shape()[0] == B && m.shape()[1] == S
@@ -72,7 +74,8 @@ minimodel::BoolTensor2 load_padding(const std::filesystem::path& path, const Ten
   if (!ok)
     reject("--key-padding-mask " + path.string() + " is " + shape_of(m) + " but the keys are " +
            shape_of(kv) + ", so it must be " +
-           (batched ? "(" + std::to_string(B) + ", " + std::to_string(S) + ")" : "(" + std::to_string(S) + ")"));
+           (batched ? "(" + std::to_string(B) + ", " + std::to_string(S) + ")"
+                    : "(" + std::to_string(S) + ")"));
   return xt::reshape_view(m, std::array<std::size_t, 2>{B, S});
 }
 
@@ -82,7 +85,8 @@ minimodel::Positions load_positions(const workbench::AttendOptions& o, std::size
   if (p.dimension() != 1 || p.shape()[0] != T)
     reject("--positions " + o.positions.string() + " is " + shape_of(p) + " but X has T = " +
            std::to_string(T) + " tokens, so it must be (" + std::to_string(T) + ")");
-  if (xt::amin(p)() < 0) reject("--positions " + o.positions.string() + " holds a negative position");
+  if (xt::amin(p)() < 0)
+    reject("--positions " + o.positions.string() + " holds a negative position");
   return p;
 }
 
@@ -97,17 +101,20 @@ Result attend(const workbench::AttendOptions& o) {
   if (d % o.heads != 0)
     reject("--heads " + std::to_string(o.heads) + " does not divide d = " + std::to_string(d) +
            " of X " + shape_of(x_in));
-  const Tensor2 w_q = load_weight(o.w_q, "--wq", d, x_in), w_k = load_weight(o.w_k, "--wk", d, x_in),
-                w_v = load_weight(o.w_v, "--wv", d, x_in), w_o = load_weight(o.w_o, "--wo", d, x_in);
+  const Tensor2 w_q = load_weight(o.w_q, "--wq", d, x_in),
+                w_k = load_weight(o.w_k, "--wk", d, x_in),
+                w_v = load_weight(o.w_v, "--wv", d, x_in),
+                w_o = load_weight(o.w_o, "--wo", d, x_in);
 
   std::optional<Tensor3> kv;  // (B, S, d)
   if (!o.kv.empty()) {
     const xt::xarray<float> kv_in = workbench::load_npy_f32(o.kv);
     if (kv_in.dimension() != x_in.dimension() || kv_in.shape().back() != d ||
         (batched && kv_in.shape()[0] != B))
-      reject("--kv " + o.kv.string() + " is " + shape_of(kv_in) + " but X is " + shape_of(x_in) +
-             (batched ? ", so it must be (" + std::to_string(B) + ", S, " : ", so it must be (S, ") +
-             std::to_string(d) + ")");
+      reject(
+          "--kv " + o.kv.string() + " is " + shape_of(kv_in) + " but X is " + shape_of(x_in) +
+          (batched ? ", so it must be (" + std::to_string(B) + ", S, " : ", so it must be (S, ") +
+          std::to_string(d) + ")");
     kv = as_batch(kv_in);
   }
   const std::size_t S = kv ? kv->shape(1) : T;
@@ -116,8 +123,9 @@ Result attend(const workbench::AttendOptions& o) {
     reject("--causal needs as many keys as queries, but X has T = " + std::to_string(T) +
            " and --kv has S = " + std::to_string(S));
   if (rope && kv)
-    reject("--rope-theta rotates the queries and keys of self-attention by their positions; "
-           "it cannot be combined with --kv");
+    reject(
+        "--rope-theta rotates the queries and keys of self-attention by their positions; "
+        "it cannot be combined with --kv");
   if (!o.positions.empty() && !rope) reject("--positions needs --rope-theta");
 
   // 2. The attention: lab 01's layer, or lab 06's when a lab 05/06 feature is asked for.
@@ -128,8 +136,8 @@ Result attend(const workbench::AttendOptions& o) {
   std::optional<minimodel::MultiheadCrossAttention> cross;
   std::optional<minimodel::RotaryPositionalEmbedding> rotary;
   minimodel::CrossAttentionOptions options;
-  const bool general = !o.b_q.empty() || !o.b_k.empty() || !o.b_v.empty() || !o.b_o.empty() ||
-                       kv || !o.key_padding_mask.empty() || rope;
+  const bool general = !o.b_q.empty() || !o.b_k.empty() || !o.b_v.empty() || !o.b_o.empty() || kv ||
+                       !o.key_padding_mask.empty() || rope;
   if (!general) {
     mha.emplace(w_q, w_k, w_v, w_o, o.heads);
     attention = [&](const Tensor3& h) {
@@ -140,11 +148,13 @@ Result attend(const workbench::AttendOptions& o) {
   } else {
     cross.emplace(w_q, w_k, w_v, w_o, load_bias(o.b_q, "--bq", d), load_bias(o.b_k, "--bk", d),
                   load_bias(o.b_v, "--bv", d), load_bias(o.b_o, "--bo", d), o.heads);
-    if (!o.key_padding_mask.empty()) options.key_padding_mask = load_padding(o.key_padding_mask, kv ? *kv : x, batched);
+    if (!o.key_padding_mask.empty())
+      options.key_padding_mask = load_padding(o.key_padding_mask, kv ? *kv : x, batched);
     if (mask) options.attn_mask = minimodel::as_attn_mask(*mask);
     if (rope) {
       const minimodel::Positions positions = load_positions(o, T);
-      rotary.emplace(o.rope_theta, d / o.heads, static_cast<std::size_t>(xt::amax(positions)()) + 1);
+      rotary.emplace(o.rope_theta, d / o.heads,
+                     static_cast<std::size_t>(xt::amax(positions)()) + 1);
       options.transform_qk = [&, positions](Tensor4& q, Tensor4& k) {
         q = rotary->apply(q, positions);
         k = rotary->apply(k, positions);
@@ -159,10 +169,11 @@ Result attend(const workbench::AttendOptions& o) {
   }
 
   // 3. Run it, inside lab 04's block if asked.
-  Tensor3 y = o.block.empty() ? attention(x)
-                              : minimodel::attention_block(x, o.block == "pre-ln" ? minimodel::Norm::pre_ln
-                                                                                  : minimodel::Norm::post_ln,
-                                                           attention);
+  Tensor3 y = o.block.empty()
+                  ? attention(x)
+                  : minimodel::attention_block(
+                        x, o.block == "pre-ln" ? minimodel::Norm::pre_ln : minimodel::Norm::post_ln,
+                        attention);
   if (batched) return {std::move(y), std::move(weights)};
   return {xt::view(y, 0), xt::view(weights, 0)};
 }

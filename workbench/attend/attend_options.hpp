@@ -2,10 +2,10 @@
 // The options of `workbook attend`, shared by the workbook command (which documents and checks
 // them) and the attend-learner / attend-reference engines (which run them).
 #include <cmath>
-#include <iomanip>
-#include <sstream>
 #include <filesystem>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,42 +17,47 @@ struct AttendOptions {
   std::filesystem::path x, w_q, w_k, w_v, w_o;  // inputs, float32 .npy
   std::size_t heads = 0;
   bool causal = false;
-  std::filesystem::path b_q, b_k, b_v, b_o;        // optional biases (d), lab 06
-  std::filesystem::path kv;                        // optional keys/values source, lab 06
-  std::filesystem::path key_padding_mask;          // optional (S) or (B, S) bool, lab 06
+  std::filesystem::path b_q, b_k, b_v, b_o;  // optional biases (d), lab 06
+  std::filesystem::path kv;                  // optional keys/values source, lab 06
+  std::filesystem::path key_padding_mask;    // optional (S) or (B, S) bool, lab 06
   float rope_theta = std::numeric_limits<float>::quiet_NaN();  // NaN: no RoPE, lab 05
-  std::filesystem::path positions;                 // optional (T) int64, with --rope-theta
-  std::string block;                               // "", "post-ln" or "pre-ln", lab 04
-  std::filesystem::path out, attn_out;             // outputs; attn_out is optional
+  std::filesystem::path positions;      // optional (T) int64, with --rope-theta
+  std::string block;                    // "", "post-ln" or "pre-ln", lab 04
+  std::filesystem::path out, attn_out;  // outputs; attn_out is optional
 };
 
 /// Adds every attend option except --impl, which only the workbook command has.
 inline void add_attend_options(CLI::App& app, AttendOptions& o) {
   app.add_option("--x", o.x, "Tokens X, float32 .npy of shape (T, d) or (B, T, d)")->required();
-  app.add_option("--wq", o.w_q, "Query weights W_Q, float32 .npy (d, d), applied as X @ W_Q")->required();
+  app.add_option("--wq", o.w_q, "Query weights W_Q, float32 .npy (d, d), applied as X @ W_Q")
+      ->required();
   app.add_option("--wk", o.w_k, "Key weights W_K, float32 .npy (d, d)")->required();
   app.add_option("--wv", o.w_v, "Value weights W_V, float32 .npy (d, d)")->required();
   app.add_option("--wo", o.w_o, "Output weights W_O, float32 .npy (d, d)")->required();
   app.add_option("--heads", o.heads, "Number of heads H; must divide d")
       ->required()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
-  app.add_flag("--causal", o.causal, "Apply the causal mask: position i attends to j <= i only (lab 02)");
+  app.add_flag("--causal", o.causal,
+               "Apply the causal mask: position i attends to j <= i only (lab 02)");
   app.add_option("--bq", o.b_q, "Query bias, float32 .npy (d), added after X @ W_Q (lab 06)");
   app.add_option("--bk", o.b_k, "Key bias, float32 .npy (d) (lab 06)");
   app.add_option("--bv", o.b_v, "Value bias, float32 .npy (d) (lab 06)");
   app.add_option("--bo", o.b_o, "Output bias, float32 .npy (d) (lab 06)");
-  app.add_option("--kv", o.kv,
-                 "Project keys and values from KV instead of X (cross-attention, lab 06): float32 .npy "
-                 "(S, d) or (B, S, d), the rank of X; A then has S columns");
-  app.add_option("--key-padding-mask", o.key_padding_mask,
-                 "Keys to ignore (lab 06): numpy bool or uint8 .npy, (S) or (B, S); true = ignored");
+  app.add_option(
+      "--kv", o.kv,
+      "Project keys and values from KV instead of X (cross-attention, lab 06): float32 .npy "
+      "(S, d) or (B, S, d), the rank of X; A then has S columns");
+  app.add_option(
+      "--key-padding-mask", o.key_padding_mask,
+      "Keys to ignore (lab 06): numpy bool or uint8 .npy, (S) or (B, S); true = ignored");
   app.add_option("--rope-theta", o.rope_theta,
                  "Rotary position embeddings on Q and K with this base, e.g. 10000 (lab 05)")
       ->check(CLI::PositiveNumber);
   app.add_option("--positions", o.positions,
                  "Token positions for --rope-theta: int64 .npy (T); default 0 … T-1");
-  app.add_option("--block", o.block,
-                 "Wrap the attention in the residual + LayerNorm block of lab 04: post-ln or pre-ln")
+  app.add_option(
+         "--block", o.block,
+         "Wrap the attention in the residual + LayerNorm block of lab 04: post-ln or pre-ln")
       ->check(CLI::IsMember({"post-ln", "pre-ln"}));
   app.add_option("--out", o.out, "Where to write Y, float32 .npy with X's shape")->required();
   app.add_option("--attn-out", o.attn_out,
@@ -61,13 +66,19 @@ inline void add_attend_options(CLI::App& app, AttendOptions& o) {
 
 /// The engine's command line for these options.
 inline std::vector<std::string> attend_arguments(const AttendOptions& o) {
-  std::vector<std::string> args = {"--x",  o.x.string(),  "--wq", o.w_q.string(), "--wk",
-                                   o.w_k.string(), "--wv", o.w_v.string(), "--wo", o.w_o.string(),
-                                   "--heads", std::to_string(o.heads), "--out", o.out.string()};
+  std::vector<std::string> args = {"--x",   o.x.string(),   "--wq",    o.w_q.string(),
+                                   "--wk",  o.w_k.string(), "--wv",    o.w_v.string(),
+                                   "--wo",  o.w_o.string(), "--heads", std::to_string(o.heads),
+                                   "--out", o.out.string()};
   if (o.causal) args.push_back("--causal");
   const std::pair<const char*, const std::filesystem::path*> paths[] = {
-      {"--bq", &o.b_q}, {"--bk", &o.b_k}, {"--bv", &o.b_v}, {"--bo", &o.b_o}, {"--kv", &o.kv},
-      {"--key-padding-mask", &o.key_padding_mask}, {"--positions", &o.positions},
+      {"--bq", &o.b_q},
+      {"--bk", &o.b_k},
+      {"--bv", &o.b_v},
+      {"--bo", &o.b_o},
+      {"--kv", &o.kv},
+      {"--key-padding-mask", &o.key_padding_mask},
+      {"--positions", &o.positions},
       {"--attn-out", &o.attn_out}};
   for (const auto& [flag, path] : paths)
     if (!path->empty()) args.insert(args.end(), {flag, path->string()});

@@ -17,15 +17,15 @@ struct HeatmapPanel {
 
 /// A grid of panels that share axes labels and one colour scale, with a colour bar.
 struct HeatmapFigure {
-  std::string title;                    ///< above the grid
-  std::vector<HeatmapPanel> panels;     ///< drawn row by row into the grid
-  std::size_t grid_rows = 1;            ///< grid_rows * grid_cols >= panels.size()
+  std::string title;                 ///< above the grid
+  std::vector<HeatmapPanel> panels;  ///< drawn row by row into the grid
+  std::size_t grid_rows = 1;         ///< grid_rows * grid_cols >= panels.size()
   std::size_t grid_cols = 1;
   std::vector<std::string> row_labels;  ///< one per matrix row (queries); empty: 0, 1, 2, ...
   std::vector<std::string> col_labels;  ///< one per matrix column (keys); empty: 0, 1, 2, ...
   std::string row_axis = "query";       ///< axis titles
   std::string col_axis = "key";
-  float vmin = 0.0f;                    ///< colour scale: vmin is dark purple, vmax is yellow
+  float vmin = 0.0f;  ///< colour scale: vmin is dark purple, vmax is yellow
   float vmax = 1.0f;
   std::string colorbar_label = "attention weight";
 };

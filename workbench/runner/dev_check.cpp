@@ -6,7 +6,8 @@
 //   lab texts    title, estimated time, prerequisites, learner files and blocks as the registry
 //                says; the required sections and at least one hint; every Suite.Test they name
 //                exists
-//   stubs/tests  the stubs' TODO blocks are the registry's blocks; every test of tests/labNN_test.cpp
+//   stubs/tests  the stubs' TODO blocks are the registry's blocks; every test of
+//   tests/labNN_test.cpp
 //                belongs to exactly one block
 //   README       its lab map has one row per lab, with the registry's title and link
 //   commands     every `ctest --preset NAME` in the prose names a test preset that exists
@@ -31,9 +32,9 @@ namespace fs = std::filesystem;
 namespace workbook {
 namespace {
 
-const std::vector<std::string> kRequiredSections = {"Goal",        "Estimated time",  "Prereq",
-                                                    "Files you edit", "What you produce",
-                                                    "TODO blocks", "Stop conditions", "Hints"};
+const std::vector<std::string> kRequiredSections = {
+    "Goal",        "Estimated time",  "Prereq", "Files you edit", "What you produce",
+    "TODO blocks", "Stop conditions", "Hints"};
 
 using Defects = std::vector<std::string>;
 
@@ -102,22 +103,26 @@ void check_text(const Context& ctx, const Lab& lab, const std::set<std::string>&
 
   const std::string title_line = "# Lab " + lab.number + " — " + lab.title;
   if (workbench::split_lines(text).empty() || workbench::split_lines(text)[0] != title_line)
-    defects.push_back(where + "the first line is not \"" + title_line + "\" (the registry's title)");
+    defects.push_back(where + "the first line is not \"" + title_line +
+                      "\" (the registry's title)");
   for (const std::string& section : kRequiredSections)
     if (!sections.count(section)) defects.push_back(where + "no \"## " + section + "\" section");
   if (hints_in(text).empty()) defects.push_back(where + "\"## Hints\" has no \"### Hint 1\"");
 
   if (const auto it = sections.find("Estimated time");
-      it != sections.end() && !workbench::starts_with(workbench::trim(it->second), lab.estimated_time))
+      it != sections.end() &&
+      !workbench::starts_with(workbench::trim(it->second), lab.estimated_time))
     defects.push_back(where + "\"## Estimated time\" does not start with the registry's \"" +
                       lab.estimated_time + "\"");
 
   if (const auto it = sections.find("Prereq"); it != sections.end())
     for (const std::string& number : lab.prerequisites)
       if (const Lab* prereq = find_lab(ctx.labs, number);
-          prereq && it->second.find(fs::path(prereq->text).filename().string()) == std::string::npos)
+          prereq &&
+          it->second.find(fs::path(prereq->text).filename().string()) == std::string::npos)
         defects.push_back(where + "\"## Prereq\" does not link lab " + number + " (" +
-                          fs::path(prereq->text).filename().string() + "), a prerequisite in the registry");
+                          fs::path(prereq->text).filename().string() +
+                          "), a prerequisite in the registry");
 
   if (const auto it = sections.find("Files you edit"); it != sections.end()) {
     // The files before "Read, but do not edit" are the learner's.
@@ -130,9 +135,11 @@ void check_text(const Context& ctx, const Lab& lab, const std::set<std::string>&
   }
 
   std::vector<std::string> headings, registered;
-  for (const Block& block : lab.blocks) registered.push_back("Block " + block.id + " — " + block.title);
+  for (const Block& block : lab.blocks)
+    registered.push_back("Block " + block.id + " — " + block.title);
   static const std::regex block_heading(R"(^### (Block [A-Z] — .*)$)");
-  for (const std::string& line : workbench::split_lines(sections.count("TODO blocks") ? sections.at("TODO blocks") : ""))
+  for (const std::string& line :
+       workbench::split_lines(sections.count("TODO blocks") ? sections.at("TODO blocks") : ""))
     if (std::smatch m; std::regex_match(line, m, block_heading)) headings.push_back(m[1]);
   if (headings != registered)
     defects.push_back(where + "its \"### Block\" headings are " + joined(headings) +
@@ -149,7 +156,8 @@ std::set<std::string> tests_defined_in(const std::string& source) {
   static const std::regex test(R"(^TEST(_F)?\((\w+),\s*(\w+)\))");
   std::set<std::string> tests;
   for (const std::string& line : workbench::split_lines(source))
-    if (std::smatch m; std::regex_search(line, m, test)) tests.insert(m[2].str() + "." + m[3].str());
+    if (std::smatch m; std::regex_search(line, m, test))
+      tests.insert(m[2].str() + "." + m[3].str());
   return tests;
 }
 
@@ -166,11 +174,13 @@ void check_stubs_and_tests(const Context& ctx, const Lab& lab, Defects& defects)
       if ((*it)[1] == lab.number) todo_blocks.insert((*it)[2]);
   }
   if (stubs_exist && todo_blocks != registered_blocks)
-    defects.push_back("lab " + lab.number + ": the stubs have TODOs for blocks " + joined(sorted(todo_blocks)) +
-                      " but the registry lists blocks " + joined(sorted(registered_blocks)));
+    defects.push_back("lab " + lab.number + ": the stubs have TODOs for blocks " +
+                      joined(sorted(todo_blocks)) + " but the registry lists blocks " +
+                      joined(sorted(registered_blocks)));
 
   if (!fs::exists(ctx.ws.repo / lab.tests)) return;
-  const std::set<std::string> defined = tests_defined_in(workbench::read_file(ctx.ws.repo / lab.tests));
+  const std::set<std::string> defined =
+      tests_defined_in(workbench::read_file(ctx.ws.repo / lab.tests));
   std::map<std::string, int> listed;
   for (const Block& block : lab.blocks)
     for (const std::string& test : block.tests) ++listed[test];
@@ -180,9 +190,10 @@ void check_stubs_and_tests(const Context& ctx, const Lab& lab, Defects& defects)
                         ", which no block of the registry lists");
   for (const auto& [test, count] : listed) {
     if (!defined.count(test))
-      defects.push_back("lab " + lab.number + ": the registry lists " + test + ", which " + lab.tests +
-                        " does not define");
-    if (count > 1) defects.push_back("lab " + lab.number + ": the registry lists " + test + " in two blocks");
+      defects.push_back("lab " + lab.number + ": the registry lists " + test + ", which " +
+                        lab.tests + " does not define");
+    if (count > 1)
+      defects.push_back("lab " + lab.number + ": the registry lists " + test + " in two blocks");
   }
 }
 
@@ -190,7 +201,8 @@ void check_stubs_and_tests(const Context& ctx, const Lab& lab, Defects& defects)
 void check_readme(const Context& ctx, Defects& defects) {
   static const std::regex row(R"(^\| \[(\d\d) — ([^\]]*)\]\(([^)]*)\) \|.*$)");
   std::map<std::string, std::pair<std::string, std::string>> rows;  // number -> title, link
-  for (const std::string& line : workbench::split_lines(workbench::read_file(ctx.ws.repo / "README.md")))
+  for (const std::string& line :
+       workbench::split_lines(workbench::read_file(ctx.ws.repo / "README.md")))
     if (std::smatch m; std::regex_match(line, m, row)) rows[m[1]] = {m[2], m[3]};
   for (const Lab& lab : ctx.labs) {
     const auto it = rows.find(lab.number);
@@ -239,19 +251,23 @@ void check_preset_commands(const Context& ctx, Defects& defects) {
     if (!fs::exists(ctx.ws.repo / file)) continue;
     for (const std::string& name : matches(workbench::read_file(ctx.ws.repo / file), command))
       if (!presets.count(name))
-        defects.push_back(file + ": `ctest --preset " + name + "` names no test preset of CMakePresets.json (" +
+        defects.push_back(file + ": `ctest --preset " + name +
+                          "` names no test preset of CMakePresets.json (" +
                           joined(sorted(presets)) + ")");
   }
 }
 
 // The names of the tests ctest knows, from `ctest --show-only=json-v1`.
 std::set<std::string> ctest_test_names(const Context& ctx) {
-  const ToolRun run = run_tool("ctest", {"--test-dir", ctx.ws.build.string(), "--show-only=json-v1"});
+  const ToolRun run =
+      run_tool("ctest", {"--test-dir", ctx.ws.build.string(), "--show-only=json-v1"});
   const auto json = nlohmann::json::parse(run.output, nullptr, false);
   if (!run.ok || json.is_discarded())
-    throw EnvironmentError("ctest --show-only=json-v1 failed in " + ctx.ws.build.string() + ":\n" + run.output);
+    throw EnvironmentError("ctest --show-only=json-v1 failed in " + ctx.ws.build.string() + ":\n" +
+                           run.output);
   std::set<std::string> names;
-  for (const auto& test : json.value("tests", nlohmann::json::array())) names.insert(test.value("name", ""));
+  for (const auto& test : json.value("tests", nlohmann::json::array()))
+    names.insert(test.value("name", ""));
   return names;
 }
 
@@ -264,17 +280,20 @@ std::string why(const std::string& output, const std::vector<std::string>& needl
         text += (text.empty() ? "" : "; ") + workbench::trim(line);
         break;
       }
-  return text.empty() ? workbench::trim(output.substr(output.size() > 300 ? output.size() - 300 : 0)) : text;
+  return text.empty()
+             ? workbench::trim(output.substr(output.size() > 300 ? output.size() - 300 : 0))
+             : text;
 }
 
 // Runs ctest on the tests labelled `label` whose names match `names`, and adds one defect per test
 // that did not pass, read from ctest's JUnit report.
-void ctest_defects(const Context& ctx, const std::string& label, const std::string& names, Defects& defects) {
+void ctest_defects(const Context& ctx, const std::string& label, const std::string& names,
+                   Defects& defects) {
   const fs::path report = ctx.ws.build / "workbook" / ("dev-check-" + label + ".xml");
   fs::create_directories(report.parent_path());
   fs::remove(report);
-  run_tool("ctest", {"--test-dir", ctx.ws.build.string(), "-L", label, "-R", names, "--timeout", "600",
-                     "--output-junit", report.string()});
+  run_tool("ctest", {"--test-dir", ctx.ws.build.string(), "-L", label, "-R", names, "--timeout",
+                     "600", "--output-junit", report.string()});
   pugi::xml_document doc;
   if (!doc.load_file(report.c_str())) {
     defects.push_back("ctest wrote no readable JUnit report " + report.string());
@@ -284,23 +303,29 @@ void ctest_defects(const Context& ctx, const std::string& label, const std::stri
   static const std::regex lab_of(R"(^lab(\d\d)\.)");
   for (const pugi::xml_node test : doc.child("testsuite").children("testcase")) {
     ++ran;
-    const std::string name = test.attribute("name").value(), status = test.attribute("status").value();
+    const std::string name = test.attribute("name").value(),
+                      status = test.attribute("status").value();
     if (status == "run") continue;
     std::smatch m;
     const std::string lab = std::regex_search(name, m, lab_of) ? "lab " + m[1].str() : name;
     const std::string output = test.child_value("system-out");
-    if (name.find(".stubs") != std::string::npos && output.find("check skipped") != std::string::npos)
-      defects.push_back(lab + ": the pristine-stub check was skipped because its learner files differ "
-                              "from the commit; run dev-check on a pristine checkout");
+    if (name.find(".stubs") != std::string::npos &&
+        output.find("check skipped") != std::string::npos)
+      defects.push_back(lab +
+                        ": the pristine-stub check was skipped because its learner files differ "
+                        "from the commit; run dev-check on a pristine checkout");
     else if (name.find(".stubs") != std::string::npos)
       defects.push_back(lab + ": a pristine stub does not fail with its TODO (" + name + "): " +
-                        why(output, {"passes on the pristine stubs", "crashed", "without a TODO", "no tests", "no report"}));
+                        why(output, {"passes on the pristine stubs", "crashed", "without a TODO",
+                                     "no tests", "no report"}));
     else if (name.find(".artifacts") != std::string::npos)
-      defects.push_back(lab + ": the reference verify program's artifacts are missing or invalid (" + name +
-                        "): " + why(output, {"missing", "does not", "lacks", "not valid", "not true", "no manifest"}));
+      defects.push_back(
+          lab + ": the reference verify program's artifacts are missing or invalid (" + name +
+          "): " +
+          why(output, {"missing", "does not", "lacks", "not valid", "not true", "no manifest"}));
     else if (name.find(".verify") != std::string::npos)
-      defects.push_back(lab + ": the reference verify program failed (" + name + "): " +
-                        why(output, {"[FAIL]", "TODO", "verify "}));
+      defects.push_back(lab + ": the reference verify program failed (" + name +
+                        "): " + why(output, {"[FAIL]", "TODO", "verify "}));
     else
       defects.push_back(lab + ": a reference test fails: " + name + " (" + status + ")");
   }
@@ -335,7 +360,9 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
     std::string names;
     for (const Lab* lab : complete) {
       if (!known.count("lab" + lab->number + ".stubs")) {
-        defects.push_back("lab " + lab->number + " has no tests in the build folder: reconfigure it (cmake --preset default)");
+        defects.push_back(
+            "lab " + lab->number +
+            " has no tests in the build folder: reconfigure it (cmake --preset default)");
         continue;
       }
       for (const char* impl : {"learner", "reference"})
@@ -346,8 +373,8 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
       std::cout << "building " << targets.size() << " targets…\n" << std::flush;
       const BuildResult build = build_targets(ctx.ws, targets);
       if (!build.ok) {
-        defects.push_back("the build fails: " + build.first_error + "\n  (full output: " +
-                          ctx.ws.relative(build.log) + ")");
+        defects.push_back("the build fails: " + build.first_error +
+                          "\n  (full output: " + ctx.ws.relative(build.log) + ")");
       } else {
         const std::string regex = "^lab(" + names + ")\\.";
         std::cout << "running ctest -L stubs and -L reference…\n" << std::flush;
@@ -357,9 +384,11 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
     }
   }
 
-  for (const std::string& defect : defects) std::cout << ctx.red("defect") << ": " << defect << '\n';
+  for (const std::string& defect : defects)
+    std::cout << ctx.red("defect") << ": " << defect << '\n';
   if (!defects.empty()) {
-    std::cout << "dev-check: " << defects.size() << " defect" << (defects.size() == 1 ? "" : "s") << '\n';
+    std::cout << "dev-check: " << defects.size() << " defect" << (defects.size() == 1 ? "" : "s")
+              << '\n';
     return kNotDone;
   }
   std::cout << ctx.green("dev-check: labs " + lab_range(ctx.labs) + " pass every check") +

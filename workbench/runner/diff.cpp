@@ -31,7 +31,8 @@ std::string shape_text(const nlohmann::json& shape) {
 int diff_lab(const Context& ctx, const std::string& number) {
   using workbench::scientific;
   const Lab& lab = ctx.require_lab(number);
-  const std::string learner = lab.target("verify", "learner"), reference = lab.target("verify", "reference");
+  const std::string learner = lab.target("verify", "learner"),
+                    reference = lab.target("verify", "reference");
   const BuildResult build = build_targets(ctx.ws, {learner, reference});
   if (!build.ok) {
     print_build_error(ctx, build);
@@ -40,51 +41,57 @@ int diff_lab(const Context& ctx, const std::string& number) {
   const fs::path work = ctx.ws.build / "workbook" / ("diff-lab" + lab.number);  // ours to replace
   fs::remove_all(work);
   auto run = [&](const std::string& program, const std::string& impl) {
-    return workbench::run_captured(ctx.ws.bin(program).string(),
-                                   {"--out", (work / impl / "out").string(), "--dump",
-                                    (work / impl / "dump").string()});
+    return workbench::run_captured(
+        ctx.ws.bin(program).string(),
+        {"--out", (work / impl / "out").string(), "--dump", (work / impl / "dump").string()});
   };
   const workbench::CapturedRun ref_run = run(reference, "reference");
   const workbench::CapturedRun learner_run = run(learner, "learner");
   auto outputs = [&](const std::string& impl) {
-    const auto json = nlohmann::ordered_json::parse(std::ifstream(work / impl / "dump" / "outputs.json"),
-                                                    nullptr, false);
+    const auto json = nlohmann::ordered_json::parse(
+        std::ifstream(work / impl / "dump" / "outputs.json"), nullptr, false);
     return json.is_object() ? json : nlohmann::ordered_json::object();
   };
-  const nlohmann::ordered_json ref_outputs = outputs("reference"), learner_outputs = outputs("learner");
+  const nlohmann::ordered_json ref_outputs = outputs("reference"),
+                               learner_outputs = outputs("learner");
   if (!ref_run.status.ok() || ref_outputs.empty())
     throw EnvironmentError(reference + " failed (" + ref_run.status.describe() +
                            ") or recorded no outputs; does " + lab.verify +
                            " call run.record(…)?\n" + ref_run.output);
 
-  std::cout << ctx.bold(heading(lab)) << ": your outputs vs the reference's, on the verify program's inputs\n";
-  std::cout << pad("output", 20) << pad("shape", 18) << pad("max abs diff", 14) << pad("tolerance", 11)
-            << "within?\n";
+  std::cout << ctx.bold(heading(lab))
+            << ": your outputs vs the reference's, on the verify program's inputs\n";
+  std::cout << pad("output", 20) << pad("shape", 18) << pad("max abs diff", 14)
+            << pad("tolerance", 11) << "within?\n";
   std::size_t within = 0;
   for (const auto& [name, info] : ref_outputs.items()) {
     const double tolerance = info.at("tolerance").get<double>();
     std::cout << pad(name, 20);
     if (!learner_outputs.contains(name)) {
-      std::cout << pad(shape_text(info.at("shape")), 18) << pad("—", 14) << pad(scientific(tolerance), 11)
-                << ctx.yellow("not reached") << '\n';
+      std::cout << pad(shape_text(info.at("shape")), 18) << pad("—", 14)
+                << pad(scientific(tolerance), 11) << ctx.yellow("not reached") << '\n';
       continue;
     }
     const auto mine = workbench::load_npy_f32(work / "learner" / "dump" / (name + ".npy"));
     const auto theirs = workbench::load_npy_f32(work / "reference" / "dump" / (name + ".npy"));
     if (mine.shape() != theirs.shape()) {
-      std::cout << pad(shape_text(learner_outputs[name].at("shape")) + " vs " + shape_text(info.at("shape")), 32)
+      std::cout << pad(shape_text(learner_outputs[name].at("shape")) + " vs " +
+                           shape_text(info.at("shape")),
+                       32)
                 << pad(scientific(tolerance), 11) << ctx.red("no: shapes differ") << '\n';
       continue;
     }
     const double diff = workbench::max_abs_diff(mine, theirs);
     const bool ok = diff <= tolerance;
     within += ok;
-    std::cout << pad(shape_text(info.at("shape")), 18) << pad(diff == 0.0 ? "0" : scientific(diff), 14)
-              << pad(scientific(tolerance), 11) << (ok ? ctx.green("yes") : ctx.red("no")) << '\n';
+    std::cout << pad(shape_text(info.at("shape")), 18)
+              << pad(diff == 0.0 ? "0" : scientific(diff), 14) << pad(scientific(tolerance), 11)
+              << (ok ? ctx.green("yes") : ctx.red("no")) << '\n';
   }
   if (const auto todo = todo_in(learner_run.output)) {
     const Lab* at = find_lab(ctx.labs, todo->first);
-    std::cout << ctx.yellow("not started: Block " + todo->second + " of " + (at ? at->text : "lab " + todo->first))
+    std::cout << ctx.yellow("not started: Block " + todo->second + " of " +
+                            (at ? at->text : "lab " + todo->first))
               << " (your verify program stopped there)\n";
   } else if (!learner_run.status.exited) {
     std::cout << ctx.red(learner + " crashed with " + learner_run.status.describe()) << '\n';

@@ -31,8 +31,9 @@ int grade(const Context& ctx, bool json) {
   }
   for (const auto& lab : report["labs"])
     std::cout << lab["lab"].get<std::string>() << "  "
-              << pad(lab["title"].get<std::string>(), title_width(ctx.labs)) << lab["passed"].get<int>()
-              << "/" << lab["total"].get<int>() << "  " << lab["status"].get<std::string>() << '\n';
+              << pad(lab["title"].get<std::string>(), title_width(ctx.labs))
+              << lab["passed"].get<int>() << "/" << lab["total"].get<int>() << "  "
+              << lab["status"].get<std::string>() << '\n';
   std::cout << "score " << passed << "/" << total << '\n';
   return kSuccess;
 }

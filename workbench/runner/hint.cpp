@@ -46,7 +46,8 @@ int show_hint(const Context& ctx, const std::string& number, bool restart) {
   if (next < n)
     std::cout << "`workbook hint " << lab.number << "` again shows the next one.\n";
   else
-    std::cout << "that is the last hint; `workbook hint " << lab.number << " --restart` starts over.\n";
+    std::cout << "that is the last hint; `workbook hint " << lab.number
+              << " --restart` starts over.\n";
   state["hints_shown"][lab.number] = next;
   workbench::write_file_atomically(state_path(ctx), state.dump(2) + "\n");
   return kSuccess;

@@ -24,7 +24,8 @@ std::string useful_message(const std::string& failure) {
   if (const auto at = rest.find(exception); at != std::string::npos) {
     const auto start = at + exception.size();
     const auto end = rest.find("\" thrown", start);
-    return "threw: " + rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    return "threw: " +
+           rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
   }
   for (const auto& line : lines) {
     const std::string actual = "Actual: false (";
@@ -36,7 +37,8 @@ std::string useful_message(const std::string& failure) {
   }
   std::string joined;
   for (const auto& line : lines)
-    if (!workbench::trim(line).empty()) joined += (joined.empty() ? "" : " ") + workbench::trim(line);
+    if (!workbench::trim(line).empty())
+      joined += (joined.empty() ? "" : " ") + workbench::trim(line);
   if (joined.size() > 240) joined = joined.substr(0, 237) + "...";
   return joined;
 }
@@ -62,10 +64,12 @@ LabResult test_lab(const Workspace& ws, const Lab& lab) {
                      std::to_string(kTestTimeLimit.count()) + " s limit and were stopped" +
                      (last.empty() ? "" : ", in " + last) + ": is there an endless loop?";
   else if (!run.status.exited)
-    result.problem = target + " crashed with " + run.status.describe() + (last.empty() ? "" : " in " + last);
+    result.problem =
+        target + " crashed with " + run.status.describe() + (last.empty() ? "" : " in " + last);
   if (!fs::exists(report)) {
     result.status = LabStatus::in_progress;
-    if (result.problem.empty()) result.problem = target + " wrote no report (" + run.status.describe() + ")";
+    if (result.problem.empty())
+      result.problem = target + " wrote no report (" + run.status.describe() + ")";
     return result;
   }
 
@@ -105,10 +109,14 @@ LabResult test_lab(const Workspace& ws, const Lab& lab) {
 
 std::string status_name(LabStatus status) {
   switch (status) {
-    case LabStatus::done: return "done";
-    case LabStatus::in_progress: return "in progress";
-    case LabStatus::todo: return "todo";
-    case LabStatus::build_error: return "build error";
+    case LabStatus::done:
+      return "done";
+    case LabStatus::in_progress:
+      return "in progress";
+    case LabStatus::todo:
+      return "todo";
+    case LabStatus::build_error:
+      return "build error";
   }
   return "?";
 }
@@ -125,7 +133,8 @@ std::vector<LabResult> run_all(const Workspace& ws, const std::vector<Lab>& labs
   const BuildResult build = build_targets(ws, targets);
   std::vector<LabResult> results;
   for (const Lab& lab : labs)
-    results.push_back(build.ok ? test_lab(ws, lab) : LabResult{LabStatus::build_error, 0, 0, {}, build, ""});
+    results.push_back(build.ok ? test_lab(ws, lab)
+                               : LabResult{LabStatus::build_error, 0, 0, {}, build, ""});
   return results;
 }
 

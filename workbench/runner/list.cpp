@@ -14,7 +14,8 @@ std::string progress(const Context& ctx, std::size_t done, std::size_t total) {
   if (!ctx.terminal || total == 0) return text;
   constexpr std::size_t kWidth = 20;
   const std::size_t filled = done * kWidth / total;
-  return "[" + ctx.green(std::string(filled, '#')) + std::string(kWidth - filled, '-') + "] " + text;
+  return "[" + ctx.green(std::string(filled, '#')) + std::string(kWidth - filled, '-') + "] " +
+         text;
 }
 
 }  // namespace
@@ -31,8 +32,10 @@ int list_labs(const Context& ctx) {
     if (r.status != LabStatus::done && blocked) status = plain = "locked";
     std::cout << lab.number << "  " << pad(lab.title, title_width(ctx.labs)) << status
               << std::string(13 - std::min<std::size_t>(12, plain.size()), ' ');
-    if (r.status == LabStatus::build_error) std::cout << "(see workbook check " << lab.number << ")";
-    else std::cout << r.passed << "/" << r.total << " tests";
+    if (r.status == LabStatus::build_error)
+      std::cout << "(see workbook check " << lab.number << ")";
+    else
+      std::cout << r.passed << "/" << r.total << " tests";
     std::cout << '\n';
     done += r.status == LabStatus::done;
     blocked = blocked || r.status != LabStatus::done;

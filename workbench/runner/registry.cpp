@@ -17,8 +17,8 @@ namespace workbook {
 namespace {
 
 std::string expand(std::string pattern, const Lab& lab) {
-  for (const auto& [key, value] : {std::pair<std::string, std::string>{"{number}", lab.number},
-                                   {"{slug}", lab.slug}})
+  for (const auto& [key, value] :
+       {std::pair<std::string, std::string>{"{number}", lab.number}, {"{slug}", lab.slug}})
     for (std::size_t at; (at = pattern.find(key)) != std::string::npos;)
       pattern.replace(at, key.size(), value);
   return pattern;
@@ -38,7 +38,8 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
   lab.estimated_time = entry.at("estimated_time").get<std::string>();
   lab.prerequisites = entry.at("prerequisites").get<std::vector<std::string>>();
   lab.learner_files = entry.at("learner_files").get<std::vector<std::string>>();
-  const std::string learner_root = layout.at("learner_root"), reference_root = layout.at("reference_root");
+  const std::string learner_root = layout.at("learner_root"),
+                    reference_root = layout.at("reference_root");
   for (const std::string& file : lab.learner_files) {
     if (!workbench::starts_with(file, learner_root))
       throw std::runtime_error("lab " + lab.number + ": learner file " + file + " is not under " +
@@ -61,7 +62,8 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
 std::string Lab::block_for(const std::string& test, const std::string& message) const {
   if (const auto todo = todo_in(message); todo && todo->first == number) return todo->second;
   for (const Block& block : blocks)
-    if (std::find(block.tests.begin(), block.tests.end(), test) != block.tests.end()) return block.id;
+    if (std::find(block.tests.begin(), block.tests.end(), test) != block.tests.end())
+      return block.id;
   return "";
 }
 
@@ -82,7 +84,8 @@ std::vector<Lab> load_registry(const fs::path& repo) {
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(path.string() + ": " + e.what());
   }
-  std::sort(labs.begin(), labs.end(), [](const Lab& a, const Lab& b) { return a.number < b.number; });
+  std::sort(labs.begin(), labs.end(),
+            [](const Lab& a, const Lab& b) { return a.number < b.number; });
   return labs;
 }
 

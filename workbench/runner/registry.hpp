@@ -18,12 +18,12 @@ struct Block {
 };
 
 struct Lab {
-  std::string number;          ///< "00"
-  std::string slug;            ///< "attention-by-hand"
-  std::string title;           ///< "Attention by hand"
-  std::string estimated_time;  ///< "45–60 minutes"
-  std::vector<std::string> prerequisites;  ///< lab numbers
-  std::vector<std::string> learner_files;  ///< "src/minimodel/attention/scaled_dot_product.cpp"
+  std::string number;                        ///< "00"
+  std::string slug;                          ///< "attention-by-hand"
+  std::string title;                         ///< "Attention by hand"
+  std::string estimated_time;                ///< "45–60 minutes"
+  std::vector<std::string> prerequisites;    ///< lab numbers
+  std::vector<std::string> learner_files;    ///< "src/minimodel/attention/scaled_dot_product.cpp"
   std::vector<std::string> reference_files;  ///< the same under solutions/
   std::vector<Block> blocks;
 

@@ -28,10 +28,14 @@ std::string heading(const Lab& lab) { return "lab " + lab.number + " — " + lab
 std::string status_text(const Context& ctx, LabStatus status) {
   const std::string name = status_name(status);
   switch (status) {
-    case LabStatus::done: return ctx.green(name);
-    case LabStatus::in_progress: return ctx.yellow(name);
-    case LabStatus::todo: return name;
-    case LabStatus::build_error: return ctx.red(name);
+    case LabStatus::done:
+      return ctx.green(name);
+    case LabStatus::in_progress:
+      return ctx.yellow(name);
+    case LabStatus::todo:
+      return name;
+    case LabStatus::build_error:
+      return ctx.red(name);
   }
   return name;
 }
@@ -44,14 +48,16 @@ void print_build_error(const Context& ctx, const BuildResult& build) {
 
 std::string next_step(const Lab& lab, const LabResult& result) {
   switch (result.status) {
-    case LabStatus::done: return "workbook verify " + lab.number + "   (then the next lab)";
+    case LabStatus::done:
+      return "workbook verify " + lab.number + "   (then the next lab)";
     case LabStatus::todo:
       return "read " + lab.text + ", edit " +
              (lab.learner_files.empty() ? "its files" : lab.learner_files[0]) +
              ", then: workbook check " + lab.number;
     case LabStatus::in_progress:
       return "workbook check " + lab.number + "   (or: workbook hint " + lab.number + ")";
-    case LabStatus::build_error: return "fix the error above, then: workbook check " + lab.number;
+    case LabStatus::build_error:
+      return "fix the error above, then: workbook check " + lab.number;
   }
   return "";
 }

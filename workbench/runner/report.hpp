@@ -10,7 +10,7 @@
 
 namespace workbook {
 
-std::string heading(const Lab& lab);  ///< "lab 00 — Attention by hand"
+std::string heading(const Lab& lab);                            ///< "lab 00 — Attention by hand"
 std::string status_text(const Context& ctx, LabStatus status);  ///< coloured status_name
 void print_build_error(const Context& ctx, const BuildResult& build);
 std::string next_step(const Lab& lab, const LabResult& result);

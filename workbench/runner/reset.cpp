@@ -37,15 +37,19 @@ int reset_lab(const Context& ctx, const std::string& number, bool yes) {
   for (const std::string& file : lab.learner_files) {
     const std::string pristine = git_show(ctx, ref, file);
     const fs::path path = ctx.ws.repo / file;
-    if (!fs::exists(path) || workbench::read_file(path) != pristine) changed.emplace_back(file, pristine);
+    if (!fs::exists(path) || workbench::read_file(path) != pristine)
+      changed.emplace_back(file, pristine);
   }
   if (changed.empty()) {
-    std::cout << "lab " << lab.number << "'s files are already the stubs of " << ref << "; nothing to do\n";
+    std::cout << "lab " << lab.number << "'s files are already the stubs of " << ref
+              << "; nothing to do\n";
     return kSuccess;
   }
   if (!yes) {
     if (!isatty(STDIN_FILENO))
-      throw UsageError("reset needs confirmation and there is no terminal: pass --yes (your files are backed up first)");
+      throw UsageError(
+          "reset needs confirmation and there is no terminal: pass --yes (your files are backed up "
+          "first)");
     std::cout << "reset lab " << lab.number << " to the stubs of " << ref << ":";
     for (const auto& [file, text] : changed) std::cout << ' ' << file;
     std::cout << "\nyour current version is backed up first. continue? [y/N] " << std::flush;
@@ -57,7 +61,8 @@ int reset_lab(const Context& ctx, const std::string& number, bool yes) {
     }
   }
   fs::path backup = ctx.ws.repo / ".workbook-backups" / utc_stamp();
-  for (int i = 2; fs::exists(backup); ++i) backup = backup.parent_path() / (utc_stamp() + "-" + std::to_string(i));
+  for (int i = 2; fs::exists(backup); ++i)
+    backup = backup.parent_path() / (utc_stamp() + "-" + std::to_string(i));
   for (const auto& [file, pristine] : changed) {
     const fs::path path = ctx.ws.repo / file;
     if (fs::exists(path)) {

@@ -20,7 +20,8 @@ int show_solution(const Context& ctx, const std::string& number, bool force) {
       return kNotDone;
     }
   }
-  std::cout << "==> " << lab.write_up << " <==\n" << workbench::read_file(ctx.ws.repo / lab.write_up) << '\n';
+  std::cout << "==> " << lab.write_up << " <==\n"
+            << workbench::read_file(ctx.ws.repo / lab.write_up) << '\n';
   for (const std::string& file : lab.reference_files)
     std::cout << "==> " << file << " <==\n" << workbench::read_file(ctx.ws.repo / file) << '\n';
   return kSuccess;

@@ -10,8 +10,8 @@
 
 namespace workbook {
 
-int show_current(const Context& ctx);                                     // current.cpp
-int list_labs(const Context& ctx);                                        // list.cpp
+int show_current(const Context& ctx);                                         // current.cpp
+int list_labs(const Context& ctx);                                            // list.cpp
 int check_lab(const Context& ctx, const std::optional<std::string>& number);  // check.cpp
 int verify_lab(const Context& ctx, const std::string& number, const std::string& impl);
 int diff_lab(const Context& ctx, const std::string& number);

@@ -22,8 +22,8 @@ int verify_lab(const Context& ctx, const std::string& number, const std::string&
     return kNotDone;
   }
   if (status.code == 1 && impl == "learner")
-    std::cout << "next: finish the block named above (" << lab.text
-              << "), then: workbook verify " << lab.number << '\n';
+    std::cout << "next: finish the block named above (" << lab.text << "), then: workbook verify "
+              << lab.number << '\n';
   // The verify program's own 2 (bad input, an I/O failure) is the environment's, not usage.
   return status.code == 0 ? kSuccess : status.code == 1 ? kNotDone : kEnvironment;
 }

@@ -79,7 +79,8 @@ int watch(const Context& ctx, bool force_polling) {
 
   int fd = force_polling ? -1 : inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   for (const fs::path& folder : folders)
-    if (fd >= 0 && inotify_add_watch(fd, folder.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
+    if (fd >= 0 &&
+        inotify_add_watch(fd, folder.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
       close(fd);  // e.g. no watches left: poll instead
       fd = -1;
     }
@@ -94,8 +95,10 @@ int watch(const Context& ctx, bool force_polling) {
       if (!previous.empty() && (!lab || lab->number > previous))
         std::cout << ctx.green("lab " + previous + " is done") << '\n';
       previous = lab ? lab->number : "";
-      if (lab) print_check(ctx, *lab, result);
-      else std::cout << ctx.green("every lab is done") << '\n';
+      if (lab)
+        print_check(ctx, *lab, result);
+      else
+        std::cout << ctx.green("every lab is done") << '\n';
     } catch (const std::exception& e) {
       std::cout << ctx.red(e.what()) << '\n';
     }
@@ -118,7 +121,8 @@ int watch(const Context& ctx, bool force_polling) {
         changed.insert(more.begin(), more.end());
       }
     } else {
-      for (int i = 0; i < 10 && !stop_requested; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 10 && !stop_requested; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
       const MTimes now = mtimes_of(files);
       for (const auto& [file, time] : now)
         if (times[file] != time) changed.insert(file.filename().string());

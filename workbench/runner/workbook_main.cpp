@@ -25,10 +25,11 @@ int attend(const std::string& impl, const workbench::AttendOptions& options) {
               << "`cmake --build build --target attend-" << impl << "`\n";
     return kEnvironment;
   }
-  const workbench::ProcessStatus status = workbench::run_process(engine, workbench::attend_arguments(options));
+  const workbench::ProcessStatus status =
+      workbench::run_process(engine, workbench::attend_arguments(options));
   if (!status.exited) {
-    std::cerr << "workbook attend: the " << impl << " implementation crashed with " << status.describe()
-              << "; nothing was written\n";
+    std::cerr << "workbook attend: the " << impl << " implementation crashed with "
+              << status.describe() << "; nothing was written\n";
     return kUsage;
   }
   return status.code;
@@ -38,11 +39,13 @@ int attend(const std::string& impl, const workbench::AttendOptions& options) {
 // or --build-dir), with the labs of the repository's registry, labs/labs.json.
 workbook::Context make_context(const std::string& repo, const std::string& build) {
   workbook::Context ctx;
-  ctx.ws.repo = std::filesystem::absolute(repo.empty() ? MINIMODEL_SOURCE_DIR : repo).lexically_normal();
+  ctx.ws.repo =
+      std::filesystem::absolute(repo.empty() ? MINIMODEL_SOURCE_DIR : repo).lexically_normal();
   ctx.ws.build = build.empty() ? workbench::executable_dir().parent_path()
                                : std::filesystem::absolute(build).lexically_normal();
   const char* term = std::getenv("TERM");
-  ctx.terminal = isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR") && !(term && std::string(term) == "dumb");
+  ctx.terminal =
+      isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR") && !(term && std::string(term) == "dumb");
   ctx.labs = workbook::load_registry(ctx.ws.repo);
   return ctx;
 }
@@ -53,14 +56,16 @@ int main(int argc, char** argv) {
   CLI::App app{
       "workbook: the minimodel lab workbook's command.\n"
       "With no verb: the current lab, its status and the one command to run next.\n"
-      "Status comes from running your tests (bin/test-labNN-learner), so it travels with your code.\n"
+      "Status comes from running your tests (bin/test-labNN-learner), so it travels with your "
+      "code.\n"
       "Exit status: 0 success; 1 a check or test failed, or the lab is not done; 2 bad usage (an\n"
       "unknown lab or option, a missing confirmation); 3 a broken environment (no cmake, ctest or\n"
       "git on PATH, an unconfigured build folder, an unreadable labs/labs.json)."};
   app.require_subcommand(0, 1);
   std::string repo, build;
   app.add_option("--repo", repo, "The repository (default: the one this program was built from)");
-  app.add_option("--build-dir", build, "The build folder (default: the parent of this program's bin/)");
+  app.add_option("--build-dir", build,
+                 "The build folder (default: the parent of this program's bin/)");
   // One line a learner can act on, not CLI11's two.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "workbook: " + std::string(e.what()) + " (see workbook --help)\n";
@@ -73,38 +78,50 @@ int main(int argc, char** argv) {
       "Run multi-head attention on .npy files: Y = MHA(X) with the given weights.\n"
       "Exit status: 0 done; 1 the learner implementation reached a TODO stub; 2 bad input, "
       "in which case nothing is written.");
-  attend_cmd->add_option("--impl", impl, "Which implementation runs: the reference solutions/ or your src/")
+  attend_cmd
+      ->add_option("--impl", impl,
+                   "Which implementation runs: the reference solutions/ or your src/")
       ->check(CLI::IsMember({"reference", "learner"}))
       ->capture_default_str();
   workbench::add_attend_options(*attend_cmd, options);
 
-  CLI::App* list_cmd = app.add_subcommand(
-      "list", "Every lab with its status (done, in progress, todo, build error, or locked: an earlier lab is not "
-              "done; advice only) and a progress bar. Runs every lab's tests.");
+  CLI::App* list_cmd =
+      app.add_subcommand("list",
+                         "Every lab with its status (done, in progress, todo, build error, or "
+                         "locked: an earlier lab is not "
+                         "done; advice only) and a progress bar. Runs every lab's tests.");
 
   std::string lab;
-  CLI::App* check_cmd = app.add_subcommand(
-      "check", "Rebuild your code and run lab NN's tests (default: the first lab not done). Prints each failing "
-               "check, expected vs got, and the block of the lab text to revisit.");
+  CLI::App* check_cmd =
+      app.add_subcommand("check",
+                         "Rebuild your code and run lab NN's tests (default: the first lab not "
+                         "done). Prints each failing "
+                         "check, expected vs got, and the block of the lab text to revisit.");
   check_cmd->add_option("NN", lab, "Lab number, e.g. 00");
 
   CLI::App* verify_cmd = app.add_subcommand(
-      "verify", "Run lab NN's verify program; it prints its checks and where each artifact was written.");
+      "verify",
+      "Run lab NN's verify program; it prints its checks and where each artifact was written.");
   verify_cmd->add_option("NN", lab, "Lab number")->required();
   std::string verify_impl = "learner";
-  verify_cmd->add_option("--impl", verify_impl, "Whose code runs: yours (src/) or the reference (solutions/)")
+  verify_cmd
+      ->add_option("--impl", verify_impl,
+                   "Whose code runs: yours (src/) or the reference (solutions/)")
       ->check(CLI::IsMember({"learner", "reference"}))
       ->capture_default_str();
 
   CLI::App* diff_cmd = app.add_subcommand(
-      "diff", "Run your code and the reference on the same inputs of lab NN (its verify program) and print each "
-              "output's shape, max abs diff and whether it is within the tolerance of the lab's tests.");
+      "diff",
+      "Run your code and the reference on the same inputs of lab NN (its verify program) and print "
+      "each "
+      "output's shape, max abs diff and whether it is within the tolerance of the lab's tests.");
   diff_cmd->add_option("NN", lab, "Lab number")->required();
 
   bool restart = false;
   CLI::App* hint_cmd = app.add_subcommand(
-      "hint", "The next of lab NN's hints (the \"### Hint N\" of its text); call again for the next one. "
-              "The counters live in BUILD/workbook-state.json.");
+      "hint",
+      "The next of lab NN's hints (the \"### Hint N\" of its text); call again for the next one. "
+      "The counters live in BUILD/workbook-state.json.");
   hint_cmd->add_option("NN", lab, "Lab number")->required();
   hint_cmd->add_flag("--restart", restart, "Start again from hint 1");
 
@@ -115,31 +132,41 @@ int main(int argc, char** argv) {
   solution_cmd->add_flag("--force", force, "Show it even though your tests do not pass yet");
 
   bool yes = false;
-  CLI::App* reset_cmd = app.add_subcommand(
-      "reset", "Restore lab NN's stubs in your files, as committed upstream (git show origin/HEAD:<file>, or "
-               "HEAD:<file> without an origin). Your version is first saved under "
-               ".workbook-backups/<UTC time>/, whose path is printed.");
+  CLI::App* reset_cmd =
+      app.add_subcommand("reset",
+                         "Restore lab NN's stubs in your files, as committed upstream (git show "
+                         "origin/HEAD:<file>, or "
+                         "HEAD:<file> without an origin). Your version is first saved under "
+                         ".workbook-backups/<UTC time>/, whose path is printed.");
   reset_cmd->add_option("NN", lab, "Lab number")->required();
-  reset_cmd->add_flag("--yes", yes, "Do not ask for confirmation (required when there is no terminal)");
+  reset_cmd->add_flag("--yes", yes,
+                      "Do not ask for confirmation (required when there is no terminal)");
 
   bool poll = false;
-  CLI::App* watch_cmd = app.add_subcommand(
-      "watch", "Re-check the current lab each time one of your files is saved, until Ctrl-C (inotify; polling "
-               "where inotify is missing).");
-  watch_cmd->add_flag("--poll", poll, "Poll modification times every second instead of using inotify");
+  CLI::App* watch_cmd = app.add_subcommand("watch",
+                                           "Re-check the current lab each time one of your files "
+                                           "is saved, until Ctrl-C (inotify; polling "
+                                           "where inotify is missing).");
+  watch_cmd->add_flag("--poll", poll,
+                      "Poll modification times every second instead of using inotify");
 
   bool json = false;
-  CLI::App* grade_cmd = app.add_subcommand(
-      "grade", "Each lab's passed/total tests and a score: what an autograder reads (--json). Always exits 0.");
-  grade_cmd->add_flag("--json", json, "One JSON document: {labs: [{lab, title, passed, total, status}], passed, "
-                                      "total, score}");
+  CLI::App* grade_cmd = app.add_subcommand("grade",
+                                           "Each lab's passed/total tests and a score: what an "
+                                           "autograder reads (--json). Always exits 0.");
+  grade_cmd->add_flag("--json", json,
+                      "One JSON document: {labs: [{lab, title, passed, total, status}], passed, "
+                      "total, score}");
 
   workbook::DevCheckOptions dev_check_options;
   CLI::App* dev_check_cmd = app.add_subcommand(
-      "dev-check", "Maintainers (run by .ci/run on a pristine checkout): check the files against the lab "
-                   "registry labs/labs.json (each lab's text, stubs, reference, tests, verify program, write-ups "
-                   "and README row, named one per line), then build every lab and fail if a pristine stub passes "
-                   "or crashes, a reference test fails or a verify artifact is missing or invalid.");
+      "dev-check",
+      "Maintainers (run by .ci/run on a pristine checkout): check the files against the lab "
+      "registry labs/labs.json (each lab's text, stubs, reference, tests, verify program, "
+      "write-ups "
+      "and README row, named one per line), then build every lab and fail if a pristine stub "
+      "passes "
+      "or crashes, a reference test fails or a verify artifact is missing or invalid.");
   dev_check_cmd->add_option("--lab", dev_check_options.only_labs,
                             "Build and run the tests of these labs only (default: all)");
   dev_check_cmd->add_flag("--files-only", dev_check_options.files_only,
@@ -154,7 +181,8 @@ int main(int argc, char** argv) {
   try {
     if (*attend_cmd) return attend(impl, options);
     const workbook::Context ctx = make_context(repo, build);
-    const std::optional<std::string> lab_arg = lab.empty() ? std::nullopt : std::optional<std::string>(lab);
+    const std::optional<std::string> lab_arg =
+        lab.empty() ? std::nullopt : std::optional<std::string>(lab);
     if (*list_cmd) return workbook::list_labs(ctx);
     if (*check_cmd) return workbook::check_lab(ctx, lab_arg);
     if (*verify_cmd) return workbook::verify_lab(ctx, lab, verify_impl);
@@ -165,7 +193,8 @@ int main(int argc, char** argv) {
     if (*watch_cmd) return workbook::watch(ctx, poll);
     if (*grade_cmd) return workbook::grade(ctx, json);
     if (*dev_check_cmd) {
-      for (std::string& number : dev_check_options.only_labs) number = ctx.require_lab(number).number;
+      for (std::string& number : dev_check_options.only_labs)
+        number = ctx.require_lab(number).number;
       return workbook::dev_check(ctx, dev_check_options);
     }
     return workbook::show_current(ctx);

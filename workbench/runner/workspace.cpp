@@ -27,8 +27,10 @@ int build_jobs(const Workspace& ws) {
     for (const auto& preset : presets.at("buildPresets"))
       if (preset.at("name") == "default") return preset.at("jobs").get<int>();
   } catch (const std::exception& e) {
-    throw EnvironmentError("CMakePresets.json has no readable build preset \"default\" with "
-                           "\"jobs\": " + std::string(e.what()));
+    throw EnvironmentError(
+        "CMakePresets.json has no readable build preset \"default\" with "
+        "\"jobs\": " +
+        std::string(e.what()));
   }
   throw EnvironmentError("CMakePresets.json has no build preset \"default\"");
 }
@@ -36,7 +38,8 @@ int build_jobs(const Workspace& ws) {
 // "[ 45%] Building CXX object tests/CMakeFiles/lab01_test_objects.dir/lab01_test.cpp.o" ->
 // "[ 45%] compiling tests/lab01_test.cpp"; other lines of make's chatter -> "".
 std::string progress_of(const std::string& line) {
-  static const std::regex compiling(R"(^(\[ *\d+%\]) Building CXX object .*?([^/]+)\.dir/(.+)\.o$)");
+  static const std::regex compiling(
+      R"(^(\[ *\d+%\]) Building CXX object .*?([^/]+)\.dir/(.+)\.o$)");
   static const std::regex linking(R"(^(\[ *\d+%\]) Linking CXX (executable|static library) (.+)$)");
   std::smatch m;
   if (std::regex_match(line, m, compiling)) return m[1].str() + " compiling " + m[3].str();
@@ -81,12 +84,14 @@ std::string first_error(const std::string& build_output, const Workspace& ws) {
     if (!std::regex_match(lines[i], m, error)) continue;
     std::string text = ws.relative(fs::path(m[1].str())) + ":" + m[2].str() + ":" + m[3].str() +
                        " " + m[4].str() + ": " + m[5].str();
-    for (std::size_t j = i + 1; j < lines.size() && j <= i + 3 && std::regex_match(lines[j], source_line); ++j)
+    for (std::size_t j = i + 1;
+         j < lines.size() && j <= i + 3 && std::regex_match(lines[j], source_line); ++j)
       text += "\n" + lines[j];
     return text;
   }
   for (const auto& line : lines)  // the linker's messages carry no line number
-    if (line.find("undefined reference") != std::string::npos || line.find("error:") != std::string::npos)
+    if (line.find("undefined reference") != std::string::npos ||
+        line.find("error:") != std::string::npos)
       return workbench::trim(line);
   std::string tail;
   for (std::size_t i = lines.size() > 10 ? lines.size() - 10 : 0; i < lines.size(); ++i)
@@ -97,9 +102,10 @@ std::string first_error(const std::string& build_output, const Workspace& ws) {
 BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& targets) {
   if (!fs::exists(ws.build / "CMakeCache.txt"))
     throw EnvironmentError(ws.build.string() + " is not a configured build folder; from " +
-                           ws.repo.string() + " run `cmake --preset default` (or pass --build-dir)");
-  std::vector<std::string> args = {"--build", ws.build.string(), "-j", std::to_string(build_jobs(ws)),
-                                   "--target"};
+                           ws.repo.string() +
+                           " run `cmake --preset default` (or pass --build-dir)");
+  std::vector<std::string> args = {"--build", ws.build.string(), "-j",
+                                   std::to_string(build_jobs(ws)), "--target"};
   args.insert(args.end(), targets.begin(), targets.end());
 
   // Progress goes to stderr, so that stdout stays what the verb prints (grade --json).

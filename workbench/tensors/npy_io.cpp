@@ -25,7 +25,8 @@ xt::xarray<T> read_npy(const std::filesystem::path& path, const std::string& exp
     for (const char* typestring : typestrings) accepted |= file.m_typestring == typestring;
     if (!accepted)
       throw NpyError(path.string() + ": not " + expected + " (dtype " + file.m_typestring + ")");
-    return xt::xarray<T>(std::move(file).cast<T, xt::layout_type::row_major>(typestrings.size() == 0));
+    return xt::xarray<T>(
+        std::move(file).cast<T, xt::layout_type::row_major>(typestrings.size() == 0));
   } catch (const NpyError&) {
     throw;
   } catch (const std::exception& e) {
@@ -46,7 +47,8 @@ xt::xarray<std::int64_t> load_npy_i64(const std::filesystem::path& path) {
 
 xt::xarray<bool> load_npy_bool(const std::filesystem::path& path) {
   // Both dtypes are one byte: read them as uint8, so a byte other than 0 or 1 is simply true.
-  const auto bytes = read_npy<std::uint8_t>(path, "a bool or uint8 C-order .npy file", {"|b1", "|u1"});
+  const auto bytes =
+      read_npy<std::uint8_t>(path, "a bool or uint8 C-order .npy file", {"|b1", "|u1"});
   return xt::not_equal(bytes, std::uint8_t{0});
 }
 

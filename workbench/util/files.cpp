@@ -36,8 +36,10 @@ void write_file_atomically(const fs::path& path, const std::string& content) {
   bool ok = true;
   for (std::size_t written = 0; ok && written < content.size();) {
     const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-    if (n > 0) written += static_cast<std::size_t>(n);
-    else ok = n < 0 && errno == EINTR;
+    if (n > 0)
+      written += static_cast<std::size_t>(n);
+    else
+      ok = n < 0 && errno == EINTR;
   }
   std::string reason = ok ? "" : std::strerror(errno);
   // mkstemp makes the file 0600; give it the mode an ordinary new file would have.

@@ -27,8 +27,10 @@ std::vector<std::string> defects_in(const fs::path& dir) {
   }
   for (const char* key : {"experiment", "implementation", "date", "seed", "git_sha", "git_dirty",
                           "versions", "hardware", "config", "results_summary", "artifacts"})
-    if (!manifest.contains(key)) defects.push_back(std::string("manifest.json lacks \"") + key + "\"");
-  for (const char* key : {"compiler", "cxx_standard", "xtensor", "xtensor_blas", "blas", "cmake", "build_type"})
+    if (!manifest.contains(key))
+      defects.push_back(std::string("manifest.json lacks \"") + key + "\"");
+  for (const char* key :
+       {"compiler", "cxx_standard", "xtensor", "xtensor_blas", "blas", "cmake", "build_type"})
     if (!manifest.value("versions", nlohmann::json::object()).contains(key))
       defects.push_back(std::string("manifest.json lacks versions.") + key);
   for (const char* key : {"cpu_model", "cores", "ram_bytes"})
@@ -44,7 +46,8 @@ std::vector<std::string> defects_in(const fs::path& dir) {
     } else if (path.extension() == ".png") {
       cairo_surface_t* png = cairo_image_surface_create_from_png(path.c_str());
       const bool ok = cairo_surface_status(png) == CAIRO_STATUS_SUCCESS &&
-                      cairo_image_surface_get_width(png) > 100 && cairo_image_surface_get_height(png) > 100;
+                      cairo_image_surface_get_width(png) > 100 &&
+                      cairo_image_surface_get_height(png) > 100;
       cairo_surface_destroy(png);
       if (!ok) defects.push_back(path.filename().string() + " does not decode as a PNG figure");
     }

@@ -17,13 +17,16 @@
 #include "util/text.hpp"
 
 #ifndef MINIMODEL_SOURCE_DIR
-#error "MINIMODEL_SOURCE_DIR must be defined by the build (see workbench/verify_frame/CMakeLists.txt)"
+#error \
+    "MINIMODEL_SOURCE_DIR must be defined by the build (see workbench/verify_frame/CMakeLists.txt)"
 #endif
 #ifndef MINIMODEL_CMAKE_VERSION
-#error "MINIMODEL_CMAKE_VERSION must be defined by the build (see workbench/verify_frame/CMakeLists.txt)"
+#error \
+    "MINIMODEL_CMAKE_VERSION must be defined by the build (see workbench/verify_frame/CMakeLists.txt)"
 #endif
 #ifndef MINIMODEL_BUILD_TYPE
-#error "MINIMODEL_BUILD_TYPE must be defined by the build (see workbench/verify_frame/CMakeLists.txt)"
+#error \
+    "MINIMODEL_BUILD_TYPE must be defined by the build (see workbench/verify_frame/CMakeLists.txt)"
 #endif
 
 namespace workbench {

@@ -7,8 +7,9 @@
 namespace workbench {
 
 /// Build and machine facts for a manifest:
-///   git_sha, git_dirty (of the source tree this binary was built from; "unknown"/null outside git),
-///   versions {compiler, cxx_standard, xtensor, xtensor_blas, blas {library, config, threads},
+///   git_sha, git_dirty (of the source tree this binary was built from; "unknown"/null outside
+///   git), versions {compiler, cxx_standard, xtensor, xtensor_blas, blas {library, config,
+///   threads},
 ///             cmake, build_type},
 ///   hardware {cpu_model, cores, ram_bytes}.
 nlohmann::json environment_facts();

@@ -47,8 +47,10 @@ void VerifyRun::print_matrix(const std::string& name, const xt::xtensor<float, 2
     for (std::size_t j = 0; j < matrix.shape(1); ++j) {
       const float value = matrix(i, j);
       // Mask values like -1e9 in scientific notation, so columns stay aligned.
-      if (std::abs(value) >= 1e5f) row << std::scientific << std::setprecision(1);
-      else row << std::fixed << std::setprecision(5);
+      if (std::abs(value) >= 1e5f)
+        row << std::scientific << std::setprecision(1);
+      else
+        row << std::fixed << std::setprecision(5);
       row << (j ? " " : "") << std::setw(11) << value;
     }
     print(row.str() + " ]");
@@ -63,7 +65,8 @@ bool VerifyRun::check_max_abs_diff(const std::string& name, double max_abs_diff,
   return passed;
 }
 
-bool VerifyRun::check(const std::string& name, bool passed, double value, const std::string& detail) {
+bool VerifyRun::check(const std::string& name, bool passed, double value,
+                      const std::string& detail) {
   checks_.push_back({name, passed, value, std::numeric_limits<double>::quiet_NaN(), detail});
   print(std::string(passed ? "[PASS] " : "[FAIL] ") + name + ": " + detail);
   return passed;
@@ -90,7 +93,8 @@ int VerifyRun::finish() {
     std::error_code error;
     const auto written = std::filesystem::last_write_time(path, error);
     if (error || written < started_)
-      throw std::runtime_error(path.filename().string() + " is listed as an artifact but this run did not write it");
+      throw std::runtime_error(path.filename().string() +
+                               " is listed as an artifact but this run did not write it");
   }
   std::size_t n_passed = 0;
   nlohmann::json checks = nlohmann::json::array();

@@ -25,7 +25,7 @@ namespace workbench {
 struct VerifySpec {
   std::string experiment;  ///< "01-multi-head-attention": the folder under experiments/
   std::uint64_t seed = 0;
-  nlohmann::json config;   ///< the lab's settings, copied into the manifest
+  nlohmann::json config;  ///< the lab's settings, copied into the manifest
 };
 
 /// One verify run. Everything printed through out() goes to stdout and into verify_output.txt.

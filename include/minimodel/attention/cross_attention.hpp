@@ -111,7 +111,7 @@ class MultiheadCrossAttention {
   const std::optional<Tensor1>& b_o() const { return b_o_; }
 
  private:
-  Tensor2 w_q_, w_k_, w_v_, w_o_;                // (d_model, d_model), applied as x @ W
+  Tensor2 w_q_, w_k_, w_v_, w_o_;                 // (d_model, d_model), applied as x @ W
   std::optional<Tensor1> b_q_, b_k_, b_v_, b_o_;  // (d_model), added after each projection
   std::size_t n_heads_ = 0;
   float dropout_ = 0.0f;       // probability that a weight is zeroed in training mode

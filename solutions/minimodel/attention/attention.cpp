@@ -15,7 +15,8 @@ namespace minimodel {
 namespace {
 
 void check_heads(const char* where, std::size_t d_model, std::size_t n_heads) {
-  if (n_heads == 0) throw std::invalid_argument(std::string(where) + ": n_heads must be at least 1");
+  if (n_heads == 0)
+    throw std::invalid_argument(std::string(where) + ": n_heads must be at least 1");
   if (d_model % n_heads != 0)
     throw std::invalid_argument(std::string(where) + ": d_model " + std::to_string(d_model) +
                                 " is not divisible by n_heads " + std::to_string(n_heads));
@@ -45,8 +46,7 @@ Tensor3 project(const Tensor3& x, const Tensor2& w) {
 
 // ---- Block A: the weights ----------------------------------------------------------------------
 
-MultiHeadAttention::MultiHeadAttention(std::size_t d_model, std::size_t n_heads,
-                                       std::uint64_t seed)
+MultiHeadAttention::MultiHeadAttention(std::size_t d_model, std::size_t n_heads, std::uint64_t seed)
     : n_heads_(n_heads) {
   check_heads("MultiHeadAttention", d_model, n_heads);
   std::mt19937_64 generator(seed);
@@ -61,7 +61,10 @@ MultiHeadAttention::MultiHeadAttention(std::size_t d_model, std::size_t n_heads,
 
 MultiHeadAttention::MultiHeadAttention(Tensor2 w_q, Tensor2 w_k, Tensor2 w_v, Tensor2 w_o,
                                        std::size_t n_heads)
-    : w_q_(std::move(w_q)), w_k_(std::move(w_k)), w_v_(std::move(w_v)), w_o_(std::move(w_o)),
+    : w_q_(std::move(w_q)),
+      w_k_(std::move(w_k)),
+      w_v_(std::move(w_v)),
+      w_o_(std::move(w_o)),
       n_heads_(n_heads) {
   if (w_q_.shape(0) != w_q_.shape(1))
     throw std::invalid_argument("MultiHeadAttention: w_q is " + shape_of(w_q_) +
@@ -109,9 +112,9 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& x, const std::optional<Tensor
   weights_ = Tensor4({B, H, T, T});
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t h = 0; h < H; ++h) {
-      AttentionResult head = single_head_attention(xt::view(q, b, h), xt::view(k, b, h),
-                                                   xt::view(v, b, h), mask);
-      xt::view(context, b, h) = head.output;   // (T, d_head)
+      AttentionResult head =
+          single_head_attention(xt::view(q, b, h), xt::view(k, b, h), xt::view(v, b, h), mask);
+      xt::view(context, b, h) = head.output;    // (T, d_head)
       xt::view(weights_, b, h) = head.weights;  // (T, T)
     }
   }

@@ -40,8 +40,8 @@ std::string attn_mask_shape(std::size_t B, std::size_t T, std::size_t S) {
 }
 
 bool attn_mask_fits(const Tensor4& mask, std::size_t B, std::size_t T, std::size_t S) {
-  return (mask.shape(0) == B || mask.shape(0) == 1) && mask.shape(1) == 1 &&
-         mask.shape(2) == T && mask.shape(3) == S;
+  return (mask.shape(0) == B || mask.shape(0) == 1) && mask.shape(1) == 1 && mask.shape(2) == T &&
+         mask.shape(3) == S;
 }
 
 void check_forward_inputs(const Tensor3& query, const Tensor3& key, const Tensor3& value,
@@ -49,8 +49,8 @@ void check_forward_inputs(const Tensor3& query, const Tensor3& key, const Tensor
   const std::string where = kForward;
   for (const auto& [name, x] : {std::pair{"query", &query}, {"key", &key}, {"value", &value}})
     if (x->shape(2) != d_model)
-      throw std::invalid_argument(where + ": " + name + " is " + shape_of(*x) +
-                                  " but d_model is " + std::to_string(d_model));
+      throw std::invalid_argument(where + ": " + name + " is " + shape_of(*x) + " but d_model is " +
+                                  std::to_string(d_model));
   if (key.shape(0) != query.shape(0) || value.shape(0) != query.shape(0))
     throw std::invalid_argument(where + ": query is " + shape_of(query) + " but key is " +
                                 shape_of(key) + " and value is " + shape_of(value) +
@@ -104,9 +104,17 @@ MultiheadCrossAttention::MultiheadCrossAttention(Tensor2 w_q, Tensor2 w_k, Tenso
                                                  std::optional<Tensor1> b_v,
                                                  std::optional<Tensor1> b_o, std::size_t n_heads,
                                                  float dropout, std::uint64_t dropout_seed)
-    : w_q_(std::move(w_q)), w_k_(std::move(w_k)), w_v_(std::move(w_v)), w_o_(std::move(w_o)),
-      b_q_(std::move(b_q)), b_k_(std::move(b_k)), b_v_(std::move(b_v)), b_o_(std::move(b_o)),
-      n_heads_(n_heads), dropout_(dropout), generator_(dropout_seed) {
+    : w_q_(std::move(w_q)),
+      w_k_(std::move(w_k)),
+      w_v_(std::move(w_v)),
+      w_o_(std::move(w_o)),
+      b_q_(std::move(b_q)),
+      b_k_(std::move(b_k)),
+      b_v_(std::move(b_v)),
+      b_o_(std::move(b_o)),
+      n_heads_(n_heads),
+      dropout_(dropout),
+      generator_(dropout_seed) {
   const std::string where = kWhere;
   if (w_q_.shape(0) != w_q_.shape(1))
     throw std::invalid_argument(where + ": w_q is " + shape_of(w_q_) +
@@ -134,7 +142,7 @@ Tensor4 as_attn_mask(const Tensor2& mask) {
 BoolTensor3 removed_keys(const CrossAttentionOptions& options, std::size_t B, std::size_t T,
                          std::size_t S) {
   const auto& padding = options.key_padding_mask;  // (B, S)
-  const auto& additive = options.attn_mask;         // (B or 1, 1, T, S)
+  const auto& additive = options.attn_mask;        // (B or 1, 1, T, S)
   if (padding && (padding->shape(0) != B || padding->shape(1) != S))
     throw std::invalid_argument("removed_keys: key_padding_mask is " + shape_of(*padding) +
                                 " but must be (B, S) = (" + std::to_string(B) + ", " +
@@ -149,8 +157,8 @@ BoolTensor3 removed_keys(const CrossAttentionOptions& options, std::size_t B, st
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t s = 0; s < S; ++s)
         // kMaskedScore and -inf both mean "removed": read from the mask, never from a score.
-        removed(b, t, s) = (padding && (*padding)(b, s)) ||
-                           (additive && (*additive)(mb, 0, t, s) <= kMaskedScore);
+        removed(b, t, s) =
+            (padding && (*padding)(b, s)) || (additive && (*additive)(mb, 0, t, s) <= kMaskedScore);
   }
   return removed;
 }
@@ -222,7 +230,7 @@ AttentionOutput MultiheadCrossAttention::forward(const Tensor3& query, const Ten
       if (drop)
         for (float& weight : w) weight = dropped(generator_) ? 0.0f : weight * keep_scale;
       xt::view(context, b, h) = xt::linalg::dot(w, v_bh);  // (T, d_head)
-      xt::view(weights, b, h) = w;                          // the dropped weights, as torch returns
+      xt::view(weights, b, h) = w;                         // the dropped weights, as torch returns
     }
   }
 

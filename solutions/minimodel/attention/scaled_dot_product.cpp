@@ -15,8 +15,8 @@ namespace minimodel {
 Tensor2 softmax(const Tensor2& scores) {
   // softmax(z) = softmax(z - c) for any constant c per row; c = max keeps every exp() <= 1.
   Tensor2 row_max = xt::amax(scores, {1}, xt::keep_dims);  // (T, 1)
-  Tensor2 e = xt::exp(scores - row_max);                    // (T, S), each in (0, 1]
-  Tensor2 row_sum = xt::sum(e, {1}, xt::keep_dims);         // (T, 1), each >= 1
+  Tensor2 e = xt::exp(scores - row_max);                   // (T, S), each in (0, 1]
+  Tensor2 row_sum = xt::sum(e, {1}, xt::keep_dims);        // (T, 1), each >= 1
   return e / row_sum;
 }
 

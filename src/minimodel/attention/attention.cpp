@@ -19,42 +19,60 @@ namespace minimodel {
 
 MultiHeadAttention::MultiHeadAttention(std::size_t d_model, std::size_t n_heads,
                                        std::uint64_t seed) {
-  // TODO(lab 01, Block A): check d_model and n_heads, then draw W_Q, W_K, W_V, W_O from the seeded generator — see labs/01-multi-head-attention.md
-  throw Todo("TODO(lab 01, Block A): check d_model and n_heads, then draw W_Q, W_K, W_V, W_O from the seeded generator — see labs/01-multi-head-attention.md");
+  // TODO(lab 01, Block A): check d_model and n_heads, then draw W_Q, W_K, W_V, W_O from the seeded
+  // generator — see labs/01-multi-head-attention.md
+  throw Todo(
+      "TODO(lab 01, Block A): check d_model and n_heads, then draw W_Q, W_K, W_V, W_O from the "
+      "seeded generator — see labs/01-multi-head-attention.md");
 }
 
 MultiHeadAttention::MultiHeadAttention(Tensor2 w_q, Tensor2 w_k, Tensor2 w_v, Tensor2 w_o,
                                        std::size_t n_heads) {
-  // TODO(lab 01, Block A): check the four weights and n_heads, then keep them — see labs/01-multi-head-attention.md
-  throw Todo("TODO(lab 01, Block A): check the four weights and n_heads, then keep them — see labs/01-multi-head-attention.md");
+  // TODO(lab 01, Block A): check the four weights and n_heads, then keep them — see
+  // labs/01-multi-head-attention.md
+  throw Todo(
+      "TODO(lab 01, Block A): check the four weights and n_heads, then keep them — see "
+      "labs/01-multi-head-attention.md");
 }
 
 // ---- Block B: split and merge heads ------------------------------------------------------------
 
 // x: (B, T, d_model) -> (B, H, T, d_head)
 Tensor4 split_heads(const Tensor3& x, std::size_t n_heads) {
-  // TODO(lab 01, Block B): implement split_heads by reshaping, then transposing — see labs/01-multi-head-attention.md
-  throw Todo("TODO(lab 01, Block B): implement split_heads by reshaping, then transposing — see labs/01-multi-head-attention.md");
+  // TODO(lab 01, Block B): implement split_heads by reshaping, then transposing — see
+  // labs/01-multi-head-attention.md
+  throw Todo(
+      "TODO(lab 01, Block B): implement split_heads by reshaping, then transposing — see "
+      "labs/01-multi-head-attention.md");
 }
 
 // heads: (B, H, T, d_head) -> (B, T, H * d_head)
 Tensor3 merge_heads(const Tensor4& heads) {
-  // TODO(lab 01, Block B): implement merge_heads, the inverse of split_heads — see labs/01-multi-head-attention.md
-  throw Todo("TODO(lab 01, Block B): implement merge_heads, the inverse of split_heads — see labs/01-multi-head-attention.md");
+  // TODO(lab 01, Block B): implement merge_heads, the inverse of split_heads — see
+  // labs/01-multi-head-attention.md
+  throw Todo(
+      "TODO(lab 01, Block B): implement merge_heads, the inverse of split_heads — see "
+      "labs/01-multi-head-attention.md");
 }
 
 // ---- Block C: forward --------------------------------------------------------------------------
 
 // x: (B, T, d_model) -> (B, T, d_model); weights_: (B, H, T, T)
 Tensor3 MultiHeadAttention::forward(const Tensor3& x, const std::optional<Tensor2>& mask) {
-  // TODO(lab 01, Block C): implement MultiHeadAttention::forward (project, split heads, attend per head, merge, W_O) — see labs/01-multi-head-attention.md
-  throw Todo("TODO(lab 01, Block C): implement MultiHeadAttention::forward (project, split heads, attend per head, merge, W_O) — see labs/01-multi-head-attention.md");
+  // TODO(lab 01, Block C): implement MultiHeadAttention::forward (project, split heads, attend per
+  // head, merge, W_O) — see labs/01-multi-head-attention.md
+  throw Todo(
+      "TODO(lab 01, Block C): implement MultiHeadAttention::forward (project, split heads, attend "
+      "per head, merge, W_O) — see labs/01-multi-head-attention.md");
 }
 
 // x: (T, d_model) -> (T, d_model); weights_: (1, H, T, T)
 Tensor2 MultiHeadAttention::forward(const Tensor2& x, const std::optional<Tensor2>& mask) {
-  // TODO(lab 01, Block C): implement the 2-D forward as a batch of one — see labs/01-multi-head-attention.md
-  throw Todo("TODO(lab 01, Block C): implement the 2-D forward as a batch of one — see labs/01-multi-head-attention.md");
+  // TODO(lab 01, Block C): implement the 2-D forward as a batch of one — see
+  // labs/01-multi-head-attention.md
+  throw Todo(
+      "TODO(lab 01, Block C): implement the 2-D forward as a batch of one — see "
+      "labs/01-multi-head-attention.md");
 }
 
 }  // namespace minimodel
