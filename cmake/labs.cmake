@@ -81,6 +81,8 @@ function(minimodel_lab number)
   target_link_libraries(${lab}_test_objects PUBLIC minimodel_test_support PRIVATE minimodel_warnings)
   add_library(${lab}_verify_objects OBJECT ${verify})
   target_link_libraries(${lab}_verify_objects PUBLIC lab_setup PRIVATE minimodel_warnings)
+  target_compile_definitions(${lab}_verify_objects PRIVATE
+    MINIMODEL_EXPERIMENT_DIR="${PROJECT_SOURCE_DIR}/${MINIMODEL_LAB_${number}_EXPERIMENT}")
 
   foreach(impl IN ITEMS learner reference)
     add_executable(test-${lab}-${impl})

@@ -12,14 +12,12 @@
 using minimodel::Tensor2;
 
 int main(int argc, char** argv) {
-  const workbench::VerifySpec spec{"00-attention-by-hand",
-                                   0,
-                                   {{"x", "I (2 x 2)"},
-                                    {"w_q", "I"},
-                                    {"w_k", "[[0, 1], [1, 0]]"},
-                                    {"w_v", "diag(2, 3)"},
-                                    {"d_head", 2}}};
-  return lab_setup::run(argc, argv, spec, [](workbench::VerifyRun& run) {
+  const nlohmann::json config = {{"x", "I (2 x 2)"},
+                                 {"w_q", "I"},
+                                 {"w_k", "[[0, 1], [1, 0]]"},
+                                 {"w_v", "diag(2, 3)"},
+                                 {"d_head", 2}};
+  return lab_setup::run(argc, argv, 0, config, [](workbench::VerifyRun& run) {
     constexpr double kTolerance = 1e-5;  // float32 on O(1) numbers is good to ~1e-7
     const Tensor2 x = {{1, 0}, {0, 1}};
     const Tensor2 w_q = {{1, 0}, {0, 1}}, w_k = {{0, 1}, {1, 0}}, w_v = {{2, 0}, {0, 3}};

@@ -20,8 +20,8 @@ using minimodel::MultiHeadAttention;
 using minimodel::Tensor2;
 
 int main(int argc, char** argv) {
-  const workbench::VerifySpec spec{"01-multi-head-attention", kSeed, lab_setup::toy_config()};
-  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
+  const nlohmann::json config = lab_setup::toy_config();
+  return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
     constexpr double kTolerance = 1e-5;  // float32 sums over d_model = 64 terms
     const auto& tokens = toy_sentence();
     const Tensor2 x = embed_tokens(tokens);  // (T, d_model)

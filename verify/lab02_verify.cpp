@@ -18,9 +18,8 @@ using minimodel::MultiHeadAttention;
 using minimodel::Tensor2;
 
 int main(int argc, char** argv) {
-  const workbench::VerifySpec spec{
-      "02-causal-mask", kSeed, lab_setup::toy_config({{"masked_score", minimodel::kMaskedScore}})};
-  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
+  const nlohmann::json config = lab_setup::toy_config({{"masked_score", minimodel::kMaskedScore}});
+  return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
     const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size();
     const Tensor2 x = embed_tokens(tokens);  // (T, d_model)

@@ -31,11 +31,9 @@ Tensor2 role_block(const Tensor2& c_attn_weight, std::size_t r) {
 
 int main(int argc, char** argv) {
   constexpr std::size_t kDModel = 768, kHeads = 12;  // GPT-2 small
-  const workbench::VerifySpec spec{
-      "03-fused-qkv", kSeed,
-      lab_setup::toy_config({{"init_std", 0.02}, {"bias_seed", kSeed + 2}, {"causal", true}},
-                            kDModel, kHeads)};
-  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
+  const nlohmann::json config = lab_setup::toy_config(
+      {{"init_std", 0.02}, {"bias_seed", kSeed + 2}, {"causal", true}}, kDModel, kHeads);
+  return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
     const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size(), d = kDModel;
     const Tensor2 x = embed_tokens(tokens, kDModel);  // (T, d_model)

@@ -78,11 +78,9 @@ double max_abs_deviation(const std::vector<double>& values, double target) {
 int main(int argc, char** argv) {
   std::vector<std::uint64_t> stack_seeds;
   for (std::size_t i = 0; i < kDepth; ++i) stack_seeds.push_back(kWeightSeed + i);
-  const workbench::VerifySpec spec{"04-attention-block", kSeed,
-                                   lab_setup::toy_config({{"layer_norm_eps", 1e-5},
-                                                          {"stack_depth", kDepth},
-                                                          {"stack_weight_seeds", stack_seeds}})};
-  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
+  const nlohmann::json config = lab_setup::toy_config(
+      {{"layer_norm_eps", 1e-5}, {"stack_depth", kDepth}, {"stack_weight_seeds", stack_seeds}});
+  return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
     const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size();
     const Tensor2 embedded = embed_tokens(tokens);  // (T, d_model)

@@ -48,15 +48,14 @@ int main(int argc, char** argv) {
   constexpr float kTheta = 10000.0f;
   constexpr std::size_t kDHead = 16, kMaxSeqLen = 64;
   constexpr std::int64_t kMaxOffset = 32, kShift = 10;
-  const workbench::VerifySpec spec{"05-rope", kSeed,
-                                   lab_setup::toy_config({{"theta", kTheta},
-                                                          {"d_head", kDHead},
-                                                          {"max_seq_len", kMaxSeqLen},
-                                                          {"pairing", "interleaved (2k, 2k+1)"},
-                                                          {"q_k_seed", kSeed + 2},
-                                                          {"offsets", {-kMaxOffset, kMaxOffset}},
-                                                          {"shift", kShift}})};
-  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
+  const nlohmann::json config = lab_setup::toy_config({{"theta", kTheta},
+                                                       {"d_head", kDHead},
+                                                       {"max_seq_len", kMaxSeqLen},
+                                                       {"pairing", "interleaved (2k, 2k+1)"},
+                                                       {"q_k_seed", kSeed + 2},
+                                                       {"offsets", {-kMaxOffset, kMaxOffset}},
+                                                       {"shift", kShift}});
+  return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
     run.print("RotaryPositionalEmbedding(theta 10000, d_head 16, max_seq_len 64) (Block A):");
     const RotaryPositionalEmbedding rope(kTheta, kDHead, kMaxSeqLen);
     run.print("  cos table " + minimodel::shape_of(rope.cos_table()) + ", sin table " +

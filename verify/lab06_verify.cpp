@@ -73,19 +73,17 @@ MultiheadCrossAttention make_module(float dropout) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const workbench::VerifySpec spec{"06-cross-attention",
-                                   kSeed,
-                                   {{"d_model", kDModel},
-                                    {"n_heads", kHeads},
-                                    {"decoder_tokens", decoder_tokens()},
-                                    {"encoder_tokens", encoder_tokens()},
-                                    {"embedding_seed", kSeed},
-                                    {"weight_seed", kSeed + 1},
-                                    {"bias_seed", kSeed + 2},
-                                    {"bias_scale", kBiasScale},
-                                    {"dropout", kDropout},
-                                    {"dropout_seed", kDropoutSeed}}};
-  return lab_setup::run(argc, argv, spec, [&](workbench::VerifyRun& run) {
+  const nlohmann::json config = {{"d_model", kDModel},
+                                 {"n_heads", kHeads},
+                                 {"decoder_tokens", decoder_tokens()},
+                                 {"encoder_tokens", encoder_tokens()},
+                                 {"embedding_seed", kSeed},
+                                 {"weight_seed", kSeed + 1},
+                                 {"bias_seed", kSeed + 2},
+                                 {"bias_scale", kBiasScale},
+                                 {"dropout", kDropout},
+                                 {"dropout_seed", kDropoutSeed}};
+  return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
     constexpr double kTolerance = 1e-5;  // float32 sums over S = 8 keys and d_model = 64 terms
     const auto& encoder = encoder_tokens();
     const std::size_t B = encoder.size(), T = kQueries, S = encoder[0].size();

@@ -3,6 +3,7 @@
 // attend over, and the verify frame run for the implementation the program is linked with.
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -38,12 +39,21 @@ xt::xtensor<float, 2> embed_tokens(const std::vector<std::string>& tokens,
 nlohmann::json toy_config(const nlohmann::json& extra = nlohmann::json::object(),
                           std::size_t d_model = kDModel, std::size_t n_heads = kHeads);
 
-/// workbench::run_verify for the implementation this program is linked with (learner or
-/// reference), so that each verify program is only its experiment and its checks. Inline: the
-/// name comes from the implementation the program links, not from this library.
-inline int run(int argc, char** argv, const workbench::VerifySpec& spec,
+#ifdef MINIMODEL_EXPERIMENT_DIR  // defined for each lab's verify program, not for lab_setup.cpp
+/// workbench::run_verify for this lab and the implementation the program is linked with, so that
+/// each verify program is only its seed, its settings and its checks. The experiment folder comes
+/// from the registry (CMake defines MINIMODEL_EXPERIMENT_DIR for each lab's program): a learner's
+/// artifacts go there, the reference's into its reference/ subfolder, so a reference run never
+/// overwrites a learner's file. Inline, because the implementation's name comes from the code the
+/// program links, not from this library.
+inline int run(int argc, char** argv, std::uint64_t seed, const nlohmann::json& config,
                const std::function<void(workbench::VerifyRun&)>& body) {
-  return workbench::run_verify(argc, argv, spec, minimodel::implementation_name(), body);
+  const std::filesystem::path experiment = MINIMODEL_EXPERIMENT_DIR;
+  const std::string impl = minimodel::implementation_name();
+  return workbench::run_verify(argc, argv, {experiment.filename().string(), seed, config}, impl,
+                               impl == "reference" ? experiment / "reference" : experiment, body);
 }
+
+#endif
 
 }  // namespace lab_setup

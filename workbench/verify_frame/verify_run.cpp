@@ -16,16 +16,7 @@
 #include "verify_frame/manifest.hpp"
 
 namespace workbench {
-namespace {
-
-// A learner's artifacts go to experiments/NN-name/; the reference's to a folder of its own inside
-// it, so a reference run never overwrites a learner's file.
-std::filesystem::path default_out_dir(const std::string& experiment, const std::string& impl) {
-  const auto dir = std::filesystem::path(MINIMODEL_SOURCE_DIR) / "experiments" / experiment;
-  return impl == "reference" ? dir / "reference" : dir;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 VerifyRun::VerifyRun(VerifySpec spec, std::string implementation, std::filesystem::path out_dir,
                      std::filesystem::path dump_dir)
@@ -138,11 +129,12 @@ int VerifyRun::finish() {
 }
 
 int run_verify(int argc, char** argv, const VerifySpec& spec, const std::string& impl,
+               const std::filesystem::path& default_out_dir,
                const std::function<void(VerifyRun&)>& body) {
   CLI::App app{"Verify program of experiment " + spec.experiment + " (" + impl +
                " implementation): prints its checks and writes verify_output.txt, its figures "
                "and manifest.json."};
-  std::filesystem::path out_dir = default_out_dir(spec.experiment, impl);
+  std::filesystem::path out_dir = default_out_dir;
   app.add_option("--out", out_dir, "Folder for the artifacts")->capture_default_str();
   std::filesystem::path dump_dir;
   app.add_option("--dump", dump_dir,

@@ -3,10 +3,10 @@
 //
 //   int main(int argc, char** argv) {
 //     return workbench::run_verify(argc, argv, {"01-multi-head-attention", seed, config},
-//                                  minimodel::implementation_name(),
+//                                  "reference", "experiments/01-multi-head-attention/reference",
 //                                  [](workbench::VerifyRun& run) { ... run.check(...) ... });
 //   }
-// (verify/lab_setup.hpp wraps this for the labs' programs.)
+// (verify/lab_setup.hpp fills in the experiment, implementation and folder for the labs.)
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -21,9 +21,9 @@
 
 namespace workbench {
 
-/// What a verify program is: its experiment folder name, its seed and its configuration.
+/// What a verify program is: its experiment's name, its seed and its configuration.
 struct VerifySpec {
-  std::string experiment;  ///< "01-multi-head-attention": the folder under experiments/
+  std::string experiment;  ///< "01-multi-head-attention", as the manifest names it
   std::uint64_t seed = 0;
   nlohmann::json config;  ///< the lab's settings, copied into the manifest
 };
@@ -91,9 +91,10 @@ class VerifyRun {
 /// it into one line a learner can act on: a TODO stub (an exception whose message starts with
 /// "TODO(lab ") names its lab and block (exit 1), a bad input or I/O failure says what failed
 /// (exit 2). verify_output.txt and manifest.json are written only when `body` completes.
-/// `implementation` ("learner" or "reference") names the code the program is linked with: it
-/// picks the default --out folder and goes into the manifest.
+/// `implementation` ("learner" or "reference") names the code the program is linked with, for the
+/// manifest; the artifacts go to `default_out_dir` unless --out says otherwise.
 int run_verify(int argc, char** argv, const VerifySpec& spec, const std::string& implementation,
+               const std::filesystem::path& default_out_dir,
                const std::function<void(VerifyRun&)>& body);
 
 }  // namespace workbench
