@@ -5,10 +5,11 @@
 // registry entry makes it name exactly the files that lab lacks.
 //
 // WorkbookScratch (label "maintainers", minutes): the learner's verbs end to end in one scratch git
-// clone, configured in Release and building only what each verb needs. Its tests run in order:
-// pristine -> check says "not started" -> the reference bodies copied in -> check passes -> diff
-// reports 0 -> reset restores the stub with a backup -> bad lab numbers -> a syntax error -> watch
-// -> dev-check, intact and with each defect it lists. MINIMODEL_KEEP_SCRATCH=1 keeps the copy.
+// clone, configured in Release and building only what each verb needs. Each test starts from the
+// pristine copy (so they pass in any order): check says "not started", the reference bodies copied
+// in pass check, diff reports 0, grade counts, reset restores the stub with a backup, bad lab
+// numbers, a syntax error, watch, and dev-check, intact and with each defect it lists.
+// MINIMODEL_KEEP_SCRATCH=1 keeps the copy.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -140,9 +141,9 @@ class DevCheckFiles : public ::testing::Test {
     fs::remove_all(repo_ / "tests" / "fixtures");  // not needed, and large
   }
   void TearDown() override { fs::remove_all(repo_); }
-  Outcome dev_check() {
+  Outcome dev_check(const std::string& options = "") {
     return sh(std::string(MINIMODEL_BIN_DIR) + "/workbook --repo " + repo_.string() +
-              " --build-dir " + (repo_ / "build").string() + " dev-check --files-only");
+              " --build-dir " + (repo_ / "build").string() + " dev-check --files-only " + options);
   }
   void edit_registry(const std::function<void(nlohmann::ordered_json&)>& change) {
     auto registry = nlohmann::ordered_json::parse(read(repo_ / "labs" / "labs.json"));
@@ -164,26 +165,42 @@ TEST_F(DevCheckFiles, ANewRegistryEntryListsExactlyTheFilesTheLabLacks) {
         {{"number", "97"},
          {"slug", "throwaway"},
          {"title", "A throwaway lab"},
+         {"concept", "nothing yet"},
+         {"produces", "nothing yet"},
          {"estimated_time", "5 minutes"},
          {"prerequisites", {"00"}},
          {"learner_files", {"src/minimodel/throwaway.cpp"}},
          {"blocks", {{{"id", "A"}, {"title", "nothing"}, {"tests", nlohmann::json::array()}}}}});
   });
-  const Outcome check = dev_check();
+  auto defects_of = [](const Outcome& check) {
+    std::vector<std::string> defects;
+    for (const std::string& line : workbench::split_lines(check.out))
+      if (line.rfind("defect: ", 0) == 0) defects.push_back(line.substr(8));
+    return defects;
+  };
+  const std::string fix = " (`workbook dev-check --write-lab-map` writes it from labs/labs.json)";
+  const Outcome before = dev_check();
+  EXPECT_EQ(before.status, 1) << before.out;
+  ASSERT_FALSE(defects_of(before).empty()) << before.out;
+  EXPECT_EQ(defects_of(before).back(), "README.md's lab map has no row for lab 97" + fix);
+
+  // The lab map is written, not typed; then what is left is exactly the lab's own files.
+  const Outcome check = dev_check("--write-lab-map");
   EXPECT_EQ(check.status, 1) << check.out;
-  std::vector<std::string> defects;
-  for (const std::string& line : workbench::split_lines(check.out))
-    if (line.rfind("defect: ", 0) == 0) defects.push_back(line.substr(8));
-  EXPECT_EQ(defects, (std::vector<std::string>{
-                         "lab 97 lacks labs/97-throwaway.md (its text)",
-                         "lab 97 lacks tests/lab97_test.cpp (its tests)",
-                         "lab 97 lacks verify/lab97_verify.cpp (its verify program)",
-                         "lab 97 lacks solutions/97-throwaway.md (its reference write-up)",
-                         "lab 97 lacks experiments/97-throwaway/README.md (its write-up template)",
-                         "lab 97 lacks src/minimodel/throwaway.cpp (a learner stub)",
-                         "lab 97 lacks solutions/minimodel/throwaway.cpp (a reference file)",
-                         "lab 97 lacks a row in README.md's lab map",
-                     }))
+  EXPECT_NE(
+      read(repo_ / "README.md")
+          .find("| [97 — A throwaway lab](labs/97-throwaway.md) | nothing yet | nothing yet |"),
+      std::string::npos);
+  EXPECT_EQ(defects_of(check),
+            (std::vector<std::string>{
+                "lab 97 lacks labs/97-throwaway.md (its text)",
+                "lab 97 lacks tests/lab97_test.cpp (its tests)",
+                "lab 97 lacks verify/lab97_verify.cpp (its verify program)",
+                "lab 97 lacks solutions/97-throwaway.md (its reference write-up)",
+                "lab 97 lacks experiments/97-throwaway/README.md (its write-up template)",
+                "lab 97 lacks src/minimodel/throwaway.cpp (a learner stub)",
+                "lab 97 lacks solutions/minimodel/throwaway.cpp (a reference file)",
+            }))
       << check.out;
 }
 
@@ -206,8 +223,7 @@ TEST_F(DevCheckFiles, TheLabTextMustAgreeWithTheRegistry) {
         "\"## Files you edit\" names src/minimodel/attention/attention.cpp but the registry's "
         "learner files are "
         "src/minimodel/attention/attention.cpp, src/minimodel/attention/extra.cpp",
-        "README.md's lab map calls lab 01 \"Multi-head attention\" but the registry says \"Many "
-        "heads\"",
+        "README.md's lab map row of lab 01 is not what the registry says",
         "lab 02: the registry lists CausalMask.DoesNotExist, which tests/lab02_test.cpp does not "
         "define"})
     EXPECT_NE(check.out.find(expected), std::string::npos) << expected << "\n" << check.out;
@@ -260,9 +276,16 @@ class WorkbookScratch : public ::testing::Test {
   static void TearDownTestSuite() {
     if (!std::getenv("MINIMODEL_KEEP_SCRATCH")) fs::remove_all(scratch_);
   }
+  // Each test starts from the pristine copy, so that they pass in any order (--gtest_shuffle).
   void SetUp() override {
     if (!fs::exists(repo_ / "build" / "CMakeCache.txt"))
       GTEST_SKIP() << "the scratch copy could not be set up";
+    ASSERT_EQ(git("reset --quiet --hard origin/HEAD").status, 0);
+    ASSERT_EQ(git("clean -fdq").status, 0);  // untracked files; build/ and backups are ignored
+    fs::remove(repo_ / "build" / "workbook-state.json");
+  }
+  static void copy_reference_into_stub() {
+    fs::copy_file(repo_ / reference(), repo_ / stub(), fs::copy_options::overwrite_existing);
   }
 
   static Outcome workbook(const std::string& args) {
@@ -330,7 +353,7 @@ TEST_F(WorkbookScratch, SolutionWaitsForPassingTestsUnlessForced) {
 }
 
 TEST_F(WorkbookScratch, CheckPassesWithTheReferenceBodies) {
-  fs::copy_file(repo_ / reference(), repo_ / stub(), fs::copy_options::overwrite_existing);
+  copy_reference_into_stub();
   const Outcome check = workbook("check 00");
   EXPECT_EQ(check.status, 0) << check.out;
   EXPECT_NE(check.out.find("all 12 tests pass"), std::string::npos) << check.out;
@@ -339,6 +362,7 @@ TEST_F(WorkbookScratch, CheckPassesWithTheReferenceBodies) {
 }
 
 TEST_F(WorkbookScratch, DiffOfTheReferenceBodiesReportsNoDifference) {
+  copy_reference_into_stub();
   const Outcome diff = workbook("diff 00");
   EXPECT_EQ(diff.status, 0) << diff.out;
   for (const char* output : {"softmax", "weights", "output", "masked_weights"})
@@ -351,6 +375,7 @@ TEST_F(WorkbookScratch, DiffOfTheReferenceBodiesReportsNoDifference) {
 }
 
 TEST_F(WorkbookScratch, GradeJsonCountsEachLabsTests) {
+  copy_reference_into_stub();
   // Only lab 00 in the registry here, so that grading does not build the other labs.
   const fs::path registry = repo_ / "labs" / "labs.json";
   const std::string all_labs = read(registry);
@@ -376,6 +401,7 @@ TEST_F(WorkbookScratch, GradeJsonCountsEachLabsTests) {
 }
 
 TEST_F(WorkbookScratch, ResetRestoresTheStubAndKeepsABackup) {
+  copy_reference_into_stub();
   const Outcome refused = workbook("reset 00");
   EXPECT_EQ(refused.status, 2) << refused.out;
   EXPECT_NE(refused.out.find("--yes"), std::string::npos) << refused.out;
@@ -492,12 +518,12 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
                      "`merge_heads`, `heatmap.png` "
                      "(one panel per head) |\n");
        },
-       "lab 01 lacks a row in README.md's lab map"},
+       "README.md's lab map has no row for lab 01"},
       {"a missing write-up", [&] { fs::remove(repo_ / "solutions/02-causal-mask.md"); },
        "lab 02 lacks solutions/02-causal-mask.md (its reference write-up)"},
       {"a pristine stub that passes",
        [&] {
-         fs::copy_file(repo_ / reference(), repo_ / stub(), fs::copy_options::overwrite_existing);
+         copy_reference_into_stub();
          git("-c user.name=t -c user.email=t@t commit --quiet -am 'stub passes'");
        },
        "lab 00: a pristine stub does not fail with its TODO (lab00.stubs): "
@@ -539,6 +565,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
         << "dev-check deletes nothing in the sources";
     // Back to the pristine copy for the next defect.
     git("reset --quiet --hard origin/HEAD");
+    git("clean -fdq");
   }
 }
 

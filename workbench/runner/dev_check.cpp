@@ -9,7 +9,7 @@
 //   stubs/tests  the stubs' TODO blocks are the registry's blocks; every test of
 //   tests/labNN_test.cpp
 //                belongs to exactly one block
-//   README       its lab map has one row per lab, with the registry's title and link
+//   README       its lab map is the table the registry makes (--write-lab-map writes it)
 //   commands     every `ctest --preset NAME` in the prose names a test preset that exists
 // Then, unless --files-only, it builds every lab and reuses ctest for what ctest checks: the
 // pristine stubs (label "stubs"), the reference tests, verify programs and artifacts (label
@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -197,30 +198,75 @@ void check_stubs_and_tests(const Context& ctx, const Lab& lab, Defects& defects)
   }
 }
 
-// README.md's lab map: rows like "| [00 — Attention by hand](labs/00-attention-by-hand.md) | … |".
+// README.md's lab map, between these markers, is written from the registry.
+const std::string kLabMapStart =
+    "<!-- The lab map is written from labs/labs.json by `workbook dev-check --write-lab-map`. "
+    "-->\n";
+const std::string kLabMapEnd = "<!-- End of the lab map. -->";
+
+std::string lab_map(const std::vector<Lab>& labs) {
+  std::string table = "| Lab | Concept | What you produce |\n|---|---|---|\n";
+  for (const Lab& lab : labs)
+  table += "| [" + lab.number + " — " + lab.title + "](" + lab.text + ") | " + lab.concept + " | " +
+           lab.produces + " |\n";
+  return table;
+}
+
+// Where the lab map stands in README.md: {offset after the start marker, length}.
+std::optional<std::pair<std::size_t, std::size_t>> lab_map_span(const std::string& readme) {
+  const auto start = readme.find(kLabMapStart);
+  const auto end = readme.find(kLabMapEnd);
+  if (start == std::string::npos || end == std::string::npos || end < start) return std::nullopt;
+  return std::make_pair(start + kLabMapStart.size(), end - start - kLabMapStart.size());
+}
+
+void write_lab_map(const Context& ctx) {
+  const fs::path path = ctx.ws.repo / "README.md";
+  std::string readme = workbench::read_file(path);
+  const auto span = lab_map_span(readme);
+  if (!span)
+    throw EnvironmentError("README.md has no lab map markers (" + workbench::trim(kLabMapStart) +
+                           ")");
+  readme.replace(span->first, span->second, lab_map(ctx.labs));
+  workbench::write_file_atomically(path, readme);
+  std::cout << "wrote README.md's lab map from labs/labs.json\n";
+}
+
+// README.md's lab map is the one the registry makes; each row that differs is named.
 void check_readme(const Context& ctx, Defects& defects) {
-  static const std::regex row(R"(^\| \[(\d\d) — ([^\]]*)\]\(([^)]*)\) \|.*$)");
-  std::map<std::string, std::pair<std::string, std::string>> rows;  // number -> title, link
-  for (const std::string& line :
-       workbench::split_lines(workbench::read_file(ctx.ws.repo / "README.md")))
-    if (std::smatch m; std::regex_match(line, m, row)) rows[m[1]] = {m[2], m[3]};
-  for (const Lab& lab : ctx.labs) {
-    const auto it = rows.find(lab.number);
-    if (it == rows.end()) {
-      defects.push_back("lab " + lab.number + " lacks a row in README.md's lab map");
-      continue;
-    }
-    if (it->second.second != lab.text)
-      defects.push_back("README.md's lab map links lab " + lab.number + " to " + it->second.second +
-                        ", not " + lab.text);
-    if (it->second.first != lab.title)
-      defects.push_back("README.md's lab map calls lab " + lab.number + " \"" + it->second.first +
-                        "\" but the registry says \"" + lab.title + "\"");
+  const std::string readme = workbench::read_file(ctx.ws.repo / "README.md");
+  const auto span = lab_map_span(readme);
+  if (!span) {
+    defects.push_back("README.md has no lab map between the markers " +
+                      workbench::trim(kLabMapStart) + " and " + kLabMapEnd);
+    return;
   }
-  for (const auto& [number, title_link] : rows)
-    if (!find_lab(ctx.labs, number))
-      defects.push_back("README.md's lab map lists lab " + number + " (" + title_link.second +
-                        "), which is not in labs/labs.json");
+  const std::vector<std::string> have =
+      workbench::split_lines(readme.substr(span->first, span->second));
+  const std::vector<std::string> want = workbench::split_lines(lab_map(ctx.labs));
+  if (have == want) return;
+  const std::string fix = " (`workbook dev-check --write-lab-map` writes it from labs/labs.json)";
+  const std::size_t before = defects.size();
+  auto row_of = [&](const std::string& number) {  // README's row for lab `number`, or ""
+    for (const std::string& row : have)
+      if (workbench::starts_with(row, "| [" + number + " ")) return row;
+    return std::string();
+  };
+  for (std::size_t i = 0; i < ctx.labs.size(); ++i) {
+    const std::string row = row_of(ctx.labs[i].number);
+    if (row.empty())
+      defects.push_back("README.md's lab map has no row for lab " + ctx.labs[i].number + fix);
+    else if (row != want[i + 2])  // after the header and the rule
+      defects.push_back("README.md's lab map row of lab " + ctx.labs[i].number +
+                        " is not what the registry says" + fix);
+  }
+  static const std::regex numbered_row(R"(^\| \[(\d\d) )");
+  for (const std::string& row : have)
+    if (std::smatch m; std::regex_search(row, m, numbered_row) && !find_lab(ctx.labs, m[1]))
+      defects.push_back("README.md's lab map has a row for lab " + m[1].str() +
+                        ", which is not in the registry" + fix);
+  if (defects.size() == before)  // the rows agree, but not the rest of the table
+    defects.push_back("README.md's lab map is not the table the registry makes" + fix);
 }
 
 // Every labs/NN-*.md belongs to a registry entry.
@@ -335,6 +381,7 @@ void ctest_defects(const Context& ctx, const std::string& label, const std::stri
 }  // namespace
 
 int dev_check(const Context& ctx, const DevCheckOptions& options) {
+  if (options.write_lab_map) write_lab_map(ctx);
   Defects defects;
   std::set<std::string> all_tests;
   for (const Lab& lab : ctx.labs)

@@ -35,6 +35,8 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
     throw std::runtime_error("lab " + lab.number + ": slug \"" + lab.slug +
                              "\" is not lower-case words joined by '-'");
   lab.title = entry.at("title").get<std::string>();
+  lab.concept = entry.at("concept").get<std::string>();
+  lab.produces = entry.at("produces").get<std::string>();
   lab.estimated_time = entry.at("estimated_time").get<std::string>();
   lab.prerequisites = entry.at("prerequisites").get<std::vector<std::string>>();
   lab.learner_files = entry.at("learner_files").get<std::vector<std::string>>();

@@ -21,6 +21,8 @@ struct Lab {
   std::string number;                        ///< "00"
   std::string slug;                          ///< "attention-by-hand"
   std::string title;                         ///< "Attention by hand"
+  std::string concept;                       ///< the README lab map's "Concept" (markdown)
+  std::string produces;                      ///< the README lab map's "What you produce" (markdown)
   std::string estimated_time;                ///< "45–60 minutes"
   std::vector<std::string> prerequisites;    ///< lab numbers
   std::vector<std::string> learner_files;    ///< "src/minimodel/attention/scaled_dot_product.cpp"

@@ -24,6 +24,7 @@ int watch(const Context& ctx, bool poll);
 struct DevCheckOptions {
   std::vector<std::string> only_labs;  ///< lab numbers; empty: all
   bool files_only = false;             ///< check the registry against the files; no build
+  bool write_lab_map = false;          ///< first write README.md's lab map from the registry
 };
 int dev_check(const Context& ctx, const DevCheckOptions& options);  // dev_check.cpp
 

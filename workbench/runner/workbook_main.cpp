@@ -164,13 +164,15 @@ int main(int argc, char** argv) {
       "Maintainers (run by .ci/run on a pristine checkout): check the files against the lab "
       "registry labs/labs.json (each lab's text, stubs, reference, tests, verify program, "
       "write-ups "
-      "and README row, named one per line), then build every lab and fail if a pristine stub "
+      "and README lab map, named one per line), then build every lab and fail if a pristine stub "
       "passes "
       "or crashes, a reference test fails or a verify artifact is missing or invalid.");
   dev_check_cmd->add_option("--lab", dev_check_options.only_labs,
                             "Build and run the tests of these labs only (default: all)");
   dev_check_cmd->add_flag("--files-only", dev_check_options.files_only,
                           "Check the registry against the files only: no build, no tests");
+  dev_check_cmd->add_flag("--write-lab-map", dev_check_options.write_lab_map,
+                          "First write README.md's lab map from labs/labs.json");
 
   try {
     app.parse(argc, argv);
