@@ -6,9 +6,8 @@
 //   lab texts    title, estimated time, prerequisites, learner files and blocks as the registry
 //                says; the required sections and at least one hint; every Suite.Test they name
 //                exists
-//   stubs/tests  the stubs' TODO blocks are the registry's blocks; every test of
-//   tests/labNN_test.cpp
-//                belongs to exactly one block
+//   stubs/tests  the stubs' TODO blocks are the registry's blocks; every test of the lab's
+//                tests belongs to exactly one of its blocks
 //   README       its lab map is the table the registry makes (--write-lab-map writes it)
 //   commands     every `ctest --preset NAME` in the prose names a test preset that exists
 // Then, unless --files-only, it builds every lab and reuses ctest for what ctest checks: the

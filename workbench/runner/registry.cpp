@@ -81,6 +81,11 @@ std::vector<Lab> load_registry(const fs::path& repo) {
       if (!numbers.insert(labs.back().number).second)
         throw std::runtime_error("lab " + labs.back().number + " is listed twice");
     }
+    for (const Lab& lab : labs)
+      for (const std::string& number : lab.prerequisites)
+        if (!numbers.count(number) || number >= lab.number)
+          throw std::runtime_error("lab " + lab.number + ": prerequisite \"" + number +
+                                   "\" is not an earlier lab of the registry");
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(path.string() + ": " + e.what());
   } catch (const std::runtime_error& e) {

@@ -119,11 +119,19 @@ BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& t
               << std::flush;
     shown = true;
   };
-  workbench::CapturedRun run;
-  try {
-    run = workbench::run_captured("cmake", args, options);
-  } catch (const std::exception& e) {
-    throw EnvironmentError(std::string(e.what()) + " (is cmake installed and on PATH?)");
+  auto build = [&] {
+    try {
+      return workbench::run_captured("cmake", args, options);
+    } catch (const std::exception& e) {
+      throw EnvironmentError(std::string(e.what()) + " (is cmake installed and on PATH?)");
+    }
+  };
+  workbench::CapturedRun run = build();
+  // After labs/labs.json changed, make resolves the target names in its old Makefile before cmake
+  // regenerates it: a lab added since then has "No rule". The regenerated build system has one.
+  if (!run.status.ok() && run.output.find("No rule to make target") != std::string::npos) {
+    const workbench::CapturedRun retry = build();
+    run = {retry.status, run.output + retry.output};
   }
   if (shown && overwrite) std::cerr << "\r\033[K" << std::flush;
 
