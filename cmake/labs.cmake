@@ -1,23 +1,28 @@
 # The labs, from their registry labs/labs.json: every lab's targets and tests are made in a loop
 # over it, so adding a lab never means editing a CMake file.
 
-# minimodel_discover_tests(TARGET PREFIX LABELS)
+# minimodel_discover_tests(TARGET PREFIX LABELS [FIXTURE])
 #
-# gtest_discover_tests, with every discovered test labelled LABELS. (Its own PROPERTIES option
-# flattens a list of labels into separate arguments, so the labels are set by a script of ours
-# that ctest includes after the discovered tests.)
+# gtest_discover_tests, with every discovered test labelled LABELS (and requiring FIXTURE, if
+# given). (Its own PROPERTIES option flattens a list of labels into separate arguments, so the
+# properties are set by a script of ours that ctest includes after the discovered tests.)
 function(minimodel_discover_tests target prefix labels)
   gtest_discover_tests(${target} TEST_PREFIX "${prefix}" DISCOVERY_MODE PRE_TEST TEST_LIST ${target}_tests)
+  set(properties "LABELS \"${labels}\"")
+  if(ARGC GREATER 3)
+    string(APPEND properties " FIXTURES_REQUIRED ${ARGV3}")
+  endif()
   set(script ${PROJECT_BINARY_DIR}/labels/${target}.cmake)
-  file(WRITE ${script} "set_tests_properties(\${${target}_tests} PROPERTIES LABELS \"${labels}\")\n")
+  file(WRITE ${script} "set_tests_properties(\${${target}_tests} PROPERTIES ${properties})\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})  # after the discovery
 endfunction()
 
 # minimodel_read_registry(JSON_FILE)
 #
 # Sets, in the caller's scope: MINIMODEL_LABS (the lab numbers in order) and, for each lab NN,
-# MINIMODEL_LAB_NN_SLUG, MINIMODEL_LAB_NN_LEARNER_FILES, MINIMODEL_LAB_NN_REFERENCE_FILES and
-# MINIMODEL_LAB_NN_{TESTS,VERIFY,EXPERIMENT} (paths from the registry's "layout" patterns).
+# MINIMODEL_LAB_NN_SLUG, MINIMODEL_LAB_NN_PREREQUISITES, MINIMODEL_LAB_NN_LEARNER_FILES,
+# MINIMODEL_LAB_NN_REFERENCE_FILES and MINIMODEL_LAB_NN_{TESTS,VERIFY,EXPERIMENT} (paths from the
+# registry's "layout" patterns).
 function(minimodel_read_registry json_file)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${json_file})
   file(READ ${json_file} registry)
@@ -48,10 +53,56 @@ function(minimodel_read_registry json_file)
       string(REGEX REPLACE "^${learner_root}" "${reference_root}" reference_file "${file}")
       list(APPEND reference ${reference_file})
     endforeach()
+    string(JSON n_prerequisites LENGTH "${registry}" labs ${i} prerequisites)
+    set(prerequisites "")
+    if(n_prerequisites GREATER 0)
+      math(EXPR last_prerequisite "${n_prerequisites} - 1")
+      foreach(j RANGE ${last_prerequisite})
+        string(JSON prerequisite GET "${registry}" labs ${i} prerequisites ${j})
+        list(APPEND prerequisites ${prerequisite})
+      endforeach()
+    endif()
+    set(MINIMODEL_LAB_${number}_PREREQUISITES ${prerequisites} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_LEARNER_FILES ${learner} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_REFERENCE_FILES ${reference} PARENT_SCOPE)
   endforeach()
   set(MINIMODEL_LABS ${numbers} PARENT_SCOPE)
+endfunction()
+
+# minimodel_lab_code(NN)
+#
+# Lab NN's code in each implementation: minimodel_{learner,reference}_labNN, a library of the lab's
+# files that links its prerequisites' libraries, and is part of minimodel_{learner,reference}.
+function(minimodel_lab_code number)
+  foreach(impl IN ITEMS learner reference)
+    string(TOUPPER ${impl} IMPL)
+    set(library minimodel_${impl}_lab${number})
+    set(sources "")
+    foreach(file IN LISTS MINIMODEL_LAB_${number}_${IMPL}_FILES)
+      if(EXISTS ${PROJECT_SOURCE_DIR}/${file})
+        list(APPEND sources ${PROJECT_SOURCE_DIR}/${file})
+      else()
+        message(STATUS "lab ${number}: ${file} does not exist yet (workbook dev-check lists what it lacks)")
+      endif()
+    endforeach()
+    set(prerequisites "")
+    foreach(prerequisite IN LISTS MINIMODEL_LAB_${number}_PREREQUISITES)
+      list(APPEND prerequisites minimodel_${impl}_lab${prerequisite})
+    endforeach()
+    if(sources)
+      add_library(${library} STATIC ${sources})
+      target_link_libraries(${library} PUBLIC minimodel_api minimodel_tensor minimodel_${impl}_name
+                                              ${prerequisites} PRIVATE minimodel_warnings)
+    else()  # a lab being added: nothing to compile yet
+      add_library(${library} INTERFACE)
+      target_link_libraries(${library} INTERFACE minimodel_api ${prerequisites})
+    endif()
+    target_link_libraries(minimodel_${impl} INTERFACE ${library})
+  endforeach()
+  get_target_property(type minimodel_learner_lab${number} TYPE)
+  if(type STREQUAL "STATIC_LIBRARY")  # the pristine stubs do not use their parameters yet
+    target_compile_options(minimodel_learner_lab${number} PRIVATE -Wno-unused-parameter)
+  endif()
 endfunction()
 
 # minimodel_lab(NN)
@@ -86,14 +137,25 @@ function(minimodel_lab number)
 
   foreach(impl IN ITEMS learner reference)
     add_executable(test-${lab}-${impl})
-    target_link_libraries(test-${lab}-${impl} PRIVATE ${lab}_test_objects minimodel_${impl} GTest::gtest_main)
+    target_link_libraries(test-${lab}-${impl} PRIVATE ${lab}_test_objects minimodel_${impl}_${lab}
+                                                      GTest::gtest_main)
     add_executable(verify-${lab}-${impl})
-    target_link_libraries(verify-${lab}-${impl} PRIVATE ${lab}_verify_objects minimodel_${impl})
+    target_link_libraries(verify-${lab}-${impl} PRIVATE ${lab}_verify_objects minimodel_${impl}_${lab})
     add_test(NAME ${lab}.${impl}.verify COMMAND verify-${lab}-${impl})
   endforeach()
-  minimodel_discover_tests(test-${lab}-learner "${lab}.learner." "learner;${lab}")
+  minimodel_discover_tests(test-${lab}-learner "${lab}.learner." "learner;${lab}"
+                           "${lab}_learner_built")
   minimodel_discover_tests(test-${lab}-reference "${lab}.reference." "reference")
-  set_tests_properties(${lab}.learner.verify PROPERTIES LABELS "learner;${lab};verify")
+  set_tests_properties(${lab}.learner.verify PROPERTIES LABELS "learner;${lab};verify"
+                       FIXTURES_REQUIRED ${lab}_learner_built)
+  # A learner's tests and verify program always run the current code: ctest rebuilds them first
+  # (one build at a time), and skips them if the build fails, so no stale program writes a
+  # learner's artifacts.
+  add_test(NAME ${lab}.learner.build
+           COMMAND ${CMAKE_COMMAND} --build ${PROJECT_BINARY_DIR} --target test-${lab}-learner
+                   verify-${lab}-learner)
+  set_tests_properties(${lab}.learner.build PROPERTIES LABELS "learner;${lab}"
+                       FIXTURES_SETUP ${lab}_learner_built RESOURCE_LOCK build_tree)
   set_tests_properties(${lab}.reference.verify PROPERTIES LABELS "reference;verify")
 
   # The reference's artifacts, in the folder its verify program just wrote.

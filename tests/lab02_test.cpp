@@ -89,9 +89,13 @@ TEST(CausalMask, FirstPositionAttendsOnlyToItselfAndRowsSumToOne) {
       all_close(xt::sum(weights, {3}), xt::ones<float>({std::size_t{2}, std::size_t{4}, T}), 1e-5));
 }
 
-TEST(CausalMask, MatchesTorchCausal) { expect_matches_torch("mha_causal"); }
-TEST(CausalMask, MatchesTorchWithLargeLogits) { expect_matches_torch("mha_causal_large_logits"); }
-TEST(CausalMask, MatchesTorchWithOneToken) { expect_matches_torch("mha_single_token"); }
+TEST(CausalMask, MatchesTorchCausal) { expect_matches_torch("mha_causal", causal_mask); }
+TEST(CausalMask, MatchesTorchWithLargeLogits) {
+  expect_matches_torch("mha_causal_large_logits", causal_mask);
+}
+TEST(CausalMask, MatchesTorchWithOneToken) {
+  expect_matches_torch("mha_single_token", causal_mask);
+}
 
 }  // namespace
 }  // namespace minimodel

@@ -211,6 +211,7 @@ TEST_F(DevCheckFiles, TheLabTextMustAgreeWithTheRegistry) {
     registry["labs"][1]["blocks"][0]["title"] = "constructors";
     registry["labs"][1]["learner_files"].push_back("src/minimodel/attention/extra.cpp");
     registry["labs"][2]["blocks"][0]["tests"].push_back("CausalMask.DoesNotExist");
+    registry["labs"][3]["blocks"][3]["tests"].push_back("GPT2Attention.OneMore");
   });
   write(repo_ / "src/minimodel/attention/extra.cpp", "");
   write(repo_ / "solutions/minimodel/attention/extra.cpp", "");
@@ -224,6 +225,8 @@ TEST_F(DevCheckFiles, TheLabTextMustAgreeWithTheRegistry) {
         "learner files are "
         "src/minimodel/attention/attention.cpp, src/minimodel/attention/extra.cpp",
         "README.md's lab map row of lab 01 is not what the registry says",
+        "labs/03-fused-qkv.md: says 16 GoogleTests but the registry lists 17 tests",
+        "labs/03-fused-qkv.md: says \"out of 18\" but `ctest --preset learner -L lab03` runs 19",
         "lab 02: the registry lists CausalMask.DoesNotExist, which tests/lab02_test.cpp does not "
         "define"})
     EXPECT_NE(check.out.find(expected), std::string::npos) << expected << "\n" << check.out;
@@ -519,6 +522,17 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
                      "(one panel per head) |\n");
        },
        "README.md's lab map has no row for lab 01"},
+      {"a quoted command that leaves the lab",
+       [&] {
+         write(repo_ / "labs/00-attention-by-hand.md",
+               read(repo_ / "labs/00-attention-by-hand.md") +
+                   "\nRun `ctest --preset learner -R Rejects`, then "
+                   "`ctest --preset learner -L lab00 -R NoSuchTest`.\n");
+       },
+       "labs/00-attention-by-hand.md: `ctest --preset learner -R Rejects` names no lab (-L labNN), "
+       "so it runs every lab's tests\ndefect: labs/00-attention-by-hand.md: `ctest --preset "
+       "learner "
+       "-L lab00 -R NoSuchTest` runs no test"},
       {"a missing write-up", [&] { fs::remove(repo_ / "solutions/02-causal-mask.md"); },
        "lab 02 lacks solutions/02-causal-mask.md (its reference write-up)"},
       {"a pristine stub that passes",

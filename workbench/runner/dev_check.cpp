@@ -5,14 +5,16 @@
 //                missing from the registry
 //   lab texts    title, estimated time, prerequisites, learner files and blocks as the registry
 //                says; the required sections and at least one hint; every Suite.Test they name
-//                exists
+//                exists, and every test count they quote is the registry's
 //   stubs/tests  the stubs' TODO blocks are the registry's blocks; every test of the lab's
 //                tests belongs to exactly one of its blocks
 //   README       its lab map is the table the registry makes (--write-lab-map writes it)
 //   commands     every `ctest --preset NAME` in the prose names a test preset that exists
 // Then, unless --files-only, it builds every lab and reuses ctest for what ctest checks: the
 // pristine stubs (label "stubs"), the reference tests, verify programs and artifacts (label
-// "reference"), read from ctest's JUnit report. It never deletes or writes a file in the sources.
+// "reference"), read from ctest's JUnit report; and it lists what each `ctest --preset …` quoted
+// in a lab text runs, which must be tests of the lab it names. It never deletes or writes a file
+// in the sources (except README.md's lab map, when asked to write it).
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -25,6 +27,7 @@
 
 #include "runner/verbs.hpp"
 #include "util/files.hpp"
+#include "util/process.hpp"
 #include "util/text.hpp"
 
 namespace fs = std::filesystem;
@@ -144,6 +147,20 @@ void check_text(const Context& ctx, const Lab& lab, const std::set<std::string>&
   if (headings != registered)
     defects.push_back(where + "its \"### Block\" headings are " + joined(headings) +
                       " but the registry's blocks are " + joined(registered));
+
+  // Counts the text quotes are the registry's: its tests, plus labNN.learner.verify and
+  // labNN.learner.build in ctest's total.
+  std::size_t n_tests = 0;
+  for (const Block& block : lab.blocks) n_tests += block.tests.size();
+  for (const std::string& count : matches(text, std::regex(R"((\d+) GoogleTests)")))
+    if (std::stoul(count) != n_tests)
+      defects.push_back(where + "says " + count + " GoogleTests but the registry lists " +
+                        std::to_string(n_tests) + " tests");
+  for (const std::string& count : matches(text, std::regex(R"(0 tests failed out of (\d+))")))
+    if (std::stoul(count) != n_tests + 2)
+      defects.push_back(where + "says \"out of " + count + "\" but `ctest --preset learner -L lab" +
+                        lab.number + "` runs " + std::to_string(n_tests + 2) + " (" +
+                        std::to_string(n_tests) + " tests, the verify program and the build)");
 
   static const std::regex test_name(R"(`([A-Z][A-Za-z0-9_]*\.[A-Z][A-Za-z0-9_]*)`)");
   for (const std::string& test : matches(text, test_name))
@@ -377,6 +394,68 @@ void ctest_defects(const Context& ctx, const std::string& label, const std::stri
   if (ran == 0) defects.push_back("ctest ran no " + label + " tests matching " + names);
 }
 
+// The words of a command as a shell would split them: blanks separate, '…' quotes.
+std::vector<std::string> shell_words(const std::string& command) {
+  std::vector<std::string> words;
+  std::string word;
+  bool quoted = false, in_word = false;
+  for (const char c : command) {
+    if (c == '\'') {
+      quoted = !quoted;
+      in_word = true;
+    } else if (!quoted && (c == ' ' || c == '\t')) {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+// Every `ctest --preset …` a lab text gives runs, and runs only the tests of the lab it names
+// with -L labNN: listed with -N, as the learner would type it, from the repository.
+void check_quoted_commands(const Context& ctx, const Lab& lab, Defects& defects) {
+  if (!fs::exists(ctx.ws.repo / lab.text)) return;
+  static const std::regex command(R"(`[^`]*?(ctest --preset [^`&|;]*?)\s*`)");
+  static const std::regex lab_label(R"(^lab(\d\d)$)");
+  static const std::regex listed(R"(Test +#\d+: (\S+))");
+  for (const std::string& quoted : matches(workbench::read_file(ctx.ws.repo / lab.text), command)) {
+    std::vector<std::string> args = shell_words(quoted);
+    args.erase(args.begin());  // "ctest"
+    std::string label;
+    for (std::size_t i = 0; i + 1 < args.size(); ++i)
+      if (std::smatch m; args[i] == "-L" && std::regex_match(args[i + 1], m, lab_label))
+        label = m[1];
+    const std::string where = lab.text + ": `" + quoted + "` ";
+    if (label.empty()) {
+      defects.push_back(where + "names no lab (-L labNN), so it runs every lab's tests");
+      continue;
+    }
+    args.insert(args.end(), {"--test-dir", ctx.ws.build.string(), "-N"});
+    workbench::CaptureOptions in_repo;
+    in_repo.working_dir = ctx.ws.repo;
+    const workbench::CapturedRun run = workbench::run_captured("ctest", args, in_repo);
+    std::set<std::string> tests = matches(run.output, listed);
+    tests.erase("lab" + label + ".learner.build");  // the fixture ctest adds to any selection
+    if (!run.status.ok() || tests.empty()) {
+      const auto lines = workbench::split_lines(workbench::trim(run.output));
+      defects.push_back(where + (run.status.ok()
+                                     ? "runs no test"
+                                     : "fails: " + (lines.empty() ? "" : lines.back())));
+      continue;
+    }
+    for (const std::string& test : tests)
+      if (!workbench::starts_with(test, "lab" + label + ".")) {
+        defects.push_back(where + "also runs " + test + ", which is not a test of lab " + label);
+        break;
+      }
+  }
+}
+
 }  // namespace
 
 int dev_check(const Context& ctx, const DevCheckOptions& options) {
@@ -426,6 +505,7 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
         std::cout << "running ctest -L stubs and -L reference…\n" << std::flush;
         ctest_defects(ctx, "stubs", regex, defects);
         ctest_defects(ctx, "reference", regex, defects);
+        for (const Lab* lab : complete) check_quoted_commands(ctx, *lab, defects);
       }
     }
   }

@@ -1,5 +1,6 @@
 #include "runner/learner_tests.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -14,8 +15,11 @@ namespace fs = std::filesystem;
 namespace workbook {
 namespace {
 
-// GoogleTest's failure text starts with "file:line"; keep what a learner can act on.
-std::string useful_message(const std::string& failure) {
+// GoogleTest's failure text: "file:line", what failed (the expression, "Actual: false (…)" with
+// our checks' expected vs got, max abs diff and where), then "Google Test trace:" and one
+// "file:line: text" per SCOPED_TRACE ("head 1", "role q"), which pinpoints the case.
+TestFailure parse_failure(const std::string& test, const std::string& failure) {
+  TestFailure parsed{test, "", {}};
   std::vector<std::string> lines = workbench::split_lines(failure);
   if (!lines.empty()) lines.erase(lines.begin());  // "…/lab00_test.cpp:37" or "unknown file"
   std::string rest;
@@ -24,27 +28,57 @@ std::string useful_message(const std::string& failure) {
   if (const auto at = rest.find(exception); at != std::string::npos) {
     const auto start = at + exception.size();
     const auto end = rest.find("\" thrown", start);
-    return "threw: " +
-           rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    parsed.summary =
+        "threw: " + rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    parsed.details = {parsed.summary};
+    return parsed;
   }
-  for (const auto& line : lines) {
+  static const std::regex trace_line(R"(^.*?:\d+: (.*)$)");
+  bool in_trace = false;
+  for (const auto& raw : lines) {
+    const std::string line = workbench::trim(raw);
+    if (line.empty()) continue;
+    if (line == "Google Test trace:") {
+      in_trace = true;
+      continue;
+    }
+    std::smatch m;
+    if (in_trace && std::regex_match(line, m, trace_line)) {
+      parsed.details.push_back("trace: " + m[1].str());
+      continue;
+    }
+    parsed.details.push_back(line);
     const std::string actual = "Actual: false (";
-    if (const auto at = line.find(actual); at != std::string::npos) {
-      std::string inner = line.substr(at + actual.size());
-      if (!inner.empty() && inner.back() == ')') inner.pop_back();
-      return inner;
+    if (const auto at = line.find(actual); at != std::string::npos && parsed.summary.empty()) {
+      parsed.summary = line.substr(at + actual.size());
+      if (!parsed.summary.empty() && parsed.summary.back() == ')') parsed.summary.pop_back();
     }
   }
-  std::string joined;
-  for (const auto& line : lines)
-    if (!workbench::trim(line).empty())
-      joined += (joined.empty() ? "" : " ") + workbench::trim(line);
-  if (joined.size() > 240) joined = joined.substr(0, 237) + "...";
-  return joined;
+  if (parsed.summary.empty() && !parsed.details.empty()) parsed.summary = parsed.details.front();
+  if (parsed.summary.size() > 240) parsed.summary = parsed.summary.substr(0, 237) + "...";
+  return parsed;
 }
 
-// Runs the built bin/test-labNN-learner and reads its JSON report.
-LabResult test_lab(const Workspace& ws, const Lab& lab) {
+// The registry's order: by block (A before B), then as the block lists its tests, which is the
+// test file's order, the most basic first. Tests the registry does not list go last.
+void order_by_block(const Lab& lab, std::vector<TestFailure>& failures) {
+  auto rank = [&](const std::string& test) {
+    std::size_t n = 0;
+    for (const Block& block : lab.blocks)
+      for (const std::string& listed : block.tests) {
+        if (listed == test) return n;
+        ++n;
+      }
+    return n;
+  };
+  std::stable_sort(
+      failures.begin(), failures.end(),
+      [&](const TestFailure& a, const TestFailure& b) { return rank(a.test) < rank(b.test); });
+}
+
+// Runs the built bin/test-labNN-learner (only the tests `gtest_filter` names, if not empty) and
+// reads its JSON report.
+LabResult test_lab(const Workspace& ws, const Lab& lab, const std::string& gtest_filter) {
   LabResult result;
   result.build.ok = true;
   const std::string target = lab.target("test", "learner");
@@ -53,8 +87,10 @@ LabResult test_lab(const Workspace& ws, const Lab& lab) {
   fs::remove(report);
   workbench::CaptureOptions options;
   options.time_limit = kTestTimeLimit;
-  const workbench::CapturedRun run = workbench::run_captured(
-      ws.bin(target).string(), {"--gtest_output=json:" + report.string()}, options);
+  std::vector<std::string> args = {"--gtest_output=json:" + report.string()};
+  if (!gtest_filter.empty()) args.push_back("--gtest_filter=" + gtest_filter);
+  const workbench::CapturedRun run =
+      workbench::run_captured(ws.bin(target).string(), args, options);
   static const std::regex running(R"(\[ RUN      \] (\S+))");
   std::string last;  // the test that was running when it stopped
   for (std::sregex_iterator it(run.output.begin(), run.output.end(), running), end; it != end; ++it)
@@ -87,15 +123,18 @@ LabResult test_lab(const Workspace& ws, const Lab& lab) {
       const auto failures = test.value("failures", nlohmann::json::array());
       if (failures.empty()) {
         ++result.passed;
+        result.passed_tests.push_back(suite.value("name", "") + "." + test.value("name", ""));
         all_todo = false;
         continue;
       }
-      const std::string message = useful_message(failures[0].value("failure", ""));
-      const auto todo = todo_in(message);
+      const std::string name = suite.value("name", "") + "." + test.value("name", "");
+      TestFailure failure = parse_failure(name, failures[0].value("failure", ""));
+      const auto todo = todo_in(failure.summary);
       all_todo = all_todo && todo && todo->first == lab.number;
-      result.failures.push_back({suite.value("name", "") + "." + test.value("name", ""), message});
+      result.failures.push_back(std::move(failure));
     }
   }
+  order_by_block(lab, result.failures);
   if (result.total > 0 && result.passed == result.total && result.problem.empty())
     result.status = LabStatus::done;
   else if (result.total > 0 && all_todo && result.problem.empty())
@@ -121,20 +160,30 @@ std::string status_name(LabStatus status) {
   return "?";
 }
 
-LabResult run_learner_tests(const Workspace& ws, const Lab& lab) {
-  const BuildResult build = build_targets(ws, {lab.target("test", "learner")});
-  if (!build.ok) return {LabStatus::build_error, 0, 0, {}, build, ""};
-  return test_lab(ws, lab);
+std::vector<std::string> learner_targets(const Lab& lab) {
+  return {lab.target("test", "learner"), lab.target("verify", "learner")};
+}
+
+LabResult run_learner_tests(const Workspace& ws, const Lab& lab, const std::string& gtest_filter) {
+  const BuildResult build = build_targets(ws, learner_targets(lab));
+  if (!build.ok) {
+    LabResult result;  // status build_error
+    result.build = build;
+    return result;
+  }
+  return test_lab(ws, lab, gtest_filter);
 }
 
 std::vector<LabResult> run_all(const Workspace& ws, const std::vector<Lab>& labs) {
   std::vector<std::string> targets;
-  for (const Lab& lab : labs) targets.push_back(lab.target("test", "learner"));
-  const BuildResult build = build_targets(ws, targets);
+  for (const Lab& lab : labs)
+    for (const std::string& target : learner_targets(lab)) targets.push_back(target);
+  // One build for all labs; if it fails, one per lab, so that a compile error in one lab's file
+  // marks that lab (and the labs built on it) and no other.
+  const bool all_built = build_targets(ws, targets).ok;
   std::vector<LabResult> results;
   for (const Lab& lab : labs)
-    results.push_back(build.ok ? test_lab(ws, lab)
-                               : LabResult{LabStatus::build_error, 0, 0, {}, build, ""});
+    results.push_back(all_built ? test_lab(ws, lab, "") : run_learner_tests(ws, lab, ""));
   return results;
 }
 

@@ -18,23 +18,28 @@ enum class LabStatus { done, in_progress, todo, build_error };
 std::string status_name(LabStatus status);  ///< "done", "in progress", "todo", "build error"
 
 struct TestFailure {
-  std::string test;     ///< "Softmax.EveryRowSumsToOne"
-  std::string message;  ///< the useful part of GoogleTest's failure text
+  std::string test;                  ///< "Softmax.EveryRowSumsToOne"
+  std::string summary;               ///< one line: what was expected and what came instead
+  std::vector<std::string> details;  ///< the failure in full: expression, values, trace lines
 };
 
 struct LabResult {
   LabStatus status = LabStatus::build_error;
   int passed = 0;
   int total = 0;
-  std::vector<TestFailure> failures;
+  std::vector<TestFailure> failures;  ///< by block (A first), then as the registry lists them
+  std::vector<std::string> passed_tests;
   BuildResult build;
   std::string problem;  ///< e.g. "test-lab00-learner crashed with signal 11 … in Softmax.X"
 };
 
-/// Builds bin/test-labNN-learner and runs it. @throws EnvironmentError as build_targets does.
-LabResult run_learner_tests(const Workspace& ws, const Lab& lab);
+/// Builds lab NN's learner tests and verify program (so that neither is ever stale), then runs
+/// the tests: those `gtest_filter` names, or all. @throws EnvironmentError as build_targets does.
+LabResult run_learner_tests(const Workspace& ws, const Lab& lab,
+                            const std::string& gtest_filter = "");
 
-/// Builds every lab's learner tests in one build, then runs them in order.
+/// Builds every lab's learner tests and verify program (one build; if it fails, one per lab, so
+/// that a compile error in one lab leaves the others' results intact), then runs the tests.
 std::vector<LabResult> run_all(const Workspace& ws, const std::vector<Lab>& labs);
 
 }  // namespace workbook

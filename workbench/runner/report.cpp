@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <regex>
 #include <set>
 
 namespace workbook {
@@ -12,7 +13,7 @@ std::vector<std::string> not_started(const Context& ctx, const std::vector<TestF
   std::vector<std::string> lines;
   std::set<std::pair<std::string, std::string>> seen;
   for (const TestFailure& f : failures) {
-    const auto todo = todo_in(f.message);
+    const auto todo = todo_in(f.summary);
     if (!todo || !seen.insert(*todo).second) continue;
     const Lab* lab = find_lab(ctx.labs, todo->first);
     lines.push_back("not started: Block " + todo->second + " of " +
@@ -62,6 +63,52 @@ std::string next_step(const Lab& lab, const LabResult& result) {
   return "";
 }
 
+namespace {
+
+const Block* block_named(const Lab& lab, const std::string& id) {
+  for (const Block& block : lab.blocks)
+    if (block.id == id) return &block;
+  return nullptr;
+}
+
+bool mentions_nan(const TestFailure& f) {
+  static const std::regex nan(R"(\b(nan|NaN|-nan)\b)");
+  for (const std::string& line : f.details)
+    if (std::regex_search(line, nan)) return true;
+  return false;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// What the pattern of failures says that no single failure does.
+std::vector<std::string> diagnoses(const Lab& lab, const LabResult& result,
+                                   const std::vector<const TestFailure*>& failures) {
+  std::vector<std::string> lines;
+  if (std::any_of(failures.begin(), failures.end(),
+                  [](const TestFailure* f) { return mentions_nan(*f); }))
+    lines.push_back(
+        "a NaN: an exp overflowed or a whole row was masked; subtract each row's maximum "
+        "before exp, and give a fully masked row zeros (theory/02)");
+  const bool weights_pass =
+      std::any_of(result.passed_tests.begin(), result.passed_tests.end(),
+                  [](const std::string& t) { return contains(t, "RowSumsToOne"); });
+  const bool outputs_fail = std::any_of(failures.begin(), failures.end(), [](const TestFailure* f) {
+    return contains(f->test, "MatchesTorch") || contains(f->test, "Equals");
+  });
+  if (weights_pass && outputs_fail)
+    lines.push_back(
+        "the attention weights pass their checks but the outputs do not: look at what "
+        "comes after the softmax (the values, merging the heads, W_O)");
+  lines.push_back("`workbook diff " + lab.number +
+                  "` runs your code and the reference on the same inputs and names each output "
+                  "that differs");
+  return lines;
+}
+
+}  // namespace
+
 int print_check(const Context& ctx, const Lab& lab, const LabResult& result) {
   std::cout << ctx.bold(heading(lab)) << ": ";
   if (result.status == LabStatus::build_error) {
@@ -79,22 +126,39 @@ int print_check(const Context& ctx, const Lab& lab, const LabResult& result) {
   if (!result.problem.empty()) std::cout << "  " << ctx.red(result.problem) << '\n';
   for (const std::string& line : not_started(ctx, result.failures))
     std::cout << "  " << ctx.yellow(line) << '\n';
-  constexpr std::size_t kShown = 6;  // the rest is one ctest command away
-  std::size_t shown = 0, other = 0;
-  for (const TestFailure& f : result.failures) {
-    if (todo_in(f.message)) continue;
-    if (shown == kShown) {
-      ++other;
+
+  // The failures are in block order: the first failing block is most likely the root cause, so
+  // it is shown in full; later blocks, which often fail only because of it, one line each.
+  std::vector<const TestFailure*> failures;
+  for (const TestFailure& f : result.failures)
+    if (!todo_in(f.summary)) failures.push_back(&f);
+  if (failures.empty()) {
+    std::cout << "next: " << next_step(lab, result) << '\n';
+    return kNotDone;
+  }
+  const std::string first_block = lab.block_for(failures.front()->test, failures.front()->summary);
+  std::size_t later = 0;
+  constexpr std::size_t kLaterShown = 6;  // the rest is one ctest command away
+  for (const TestFailure* f : failures) {
+    const std::string block = lab.block_for(f->test, f->summary);
+    if (block == first_block) {
+      std::cout << "  " << ctx.red("FAIL") << ' ' << f->test << '\n';
+      for (const std::string& line : f->details) std::cout << "       " << line << '\n';
       continue;
     }
-    ++shown;
-    std::cout << "  " << ctx.red("FAIL") << ' ' << f.test << '\n' << "       " << f.message << '\n';
-    if (const std::string block = lab.block_for(f.test, f.message); !block.empty())
-      std::cout << "       revisit Block " << block << " of " << lab.text << '\n';
+    if (later == 0) std::cout << "  later blocks, which may fail only because of the one above:\n";
+    if (++later <= kLaterShown)
+      std::cout << "  " << ctx.red("FAIL") << ' ' << f->test
+                << (block.empty() ? "" : " (Block " + block + ")") << ": " << f->summary << '\n';
   }
-  if (other)
-    std::cout << "  … and " << other << " more failing tests (ctest --preset learner -L lab"
-              << lab.number << ")\n";
+  if (later > kLaterShown)
+    std::cout << "  … and " << later - kLaterShown << " more (ctest --preset learner -L lab"
+              << lab.number << " --output-on-failure)\n";
+  if (const Block* block = block_named(lab, first_block))
+    std::cout << "revisit Block " << block->id << " — " << block->title << " of " << lab.text
+              << '\n';
+  for (const std::string& line : diagnoses(lab, result, failures))
+    std::cout << "hint: " << line << '\n';
   std::cout << "next: " << next_step(lab, result) << '\n';
   return kNotDone;
 }

@@ -10,9 +10,16 @@
 
 namespace workbook {
 
-int show_current(const Context& ctx);                                         // current.cpp
-int list_labs(const Context& ctx);                                            // list.cpp
-int check_lab(const Context& ctx, const std::optional<std::string>& number);  // check.cpp
+int show_current(const Context& ctx);  // current.cpp
+int list_labs(const Context& ctx);     // list.cpp
+/// What `check NN` runs: everything, one block's tests (--block) or the tests whose name contains
+/// --test.
+struct CheckOnly {
+  std::string block;
+  std::string test;
+};
+int check_lab(const Context& ctx, const std::optional<std::string>& number,
+              const CheckOnly& only = {});  // check.cpp
 int verify_lab(const Context& ctx, const std::string& number, const std::string& impl);
 int diff_lab(const Context& ctx, const std::string& number);
 int show_hint(const Context& ctx, const std::string& number, bool restart);

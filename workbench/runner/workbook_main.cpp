@@ -98,6 +98,12 @@ int main(int argc, char** argv) {
                          "done). Prints each failing "
                          "check, expected vs got, and the block of the lab text to revisit.");
   check_cmd->add_option("NN", lab, "Lab number, e.g. 00");
+  workbook::CheckOnly check_only;
+  check_cmd->add_option("--block", check_only.block, "Run only this block's tests, e.g. B");
+  check_cmd
+      ->add_option("--test", check_only.test,
+                   "Run only the tests whose name contains this, e.g. SplitHeads")
+      ->excludes("--block");
 
   CLI::App* verify_cmd = app.add_subcommand(
       "verify",
@@ -186,7 +192,7 @@ int main(int argc, char** argv) {
     const std::optional<std::string> lab_arg =
         lab.empty() ? std::nullopt : std::optional<std::string>(lab);
     if (*list_cmd) return workbook::list_labs(ctx);
-    if (*check_cmd) return workbook::check_lab(ctx, lab_arg);
+    if (*check_cmd) return workbook::check_lab(ctx, lab_arg, check_only);
     if (*verify_cmd) return workbook::verify_lab(ctx, lab, verify_impl);
     if (*diff_cmd) return workbook::diff_lab(ctx, lab);
     if (*hint_cmd) return workbook::show_hint(ctx, lab, restart);

@@ -102,6 +102,9 @@ CapturedRun run_captured(const std::string& program, const std::vector<std::stri
           "stdin");
     check(posix_spawn_file_actions_adddup2(&setup.actions, pipe_fds[1], 1), program, "stdout");
     check(posix_spawn_file_actions_adddup2(&setup.actions, pipe_fds[1], 2), program, "stderr");
+    if (!options.working_dir.empty())
+      check(posix_spawn_file_actions_addchdir_np(&setup.actions, options.working_dir.c_str()),
+            program, "working directory");
     if (limited) {  // its own process group, so a timeout kills whatever it started too
       check(posix_spawnattr_setflags(&setup.attributes, POSIX_SPAWN_SETPGROUP), program, "flags");
       check(posix_spawnattr_setpgroup(&setup.attributes, 0), program, "process group");

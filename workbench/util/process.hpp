@@ -35,6 +35,8 @@ struct CaptureOptions {
   std::function<void(const std::string& line)> on_line;
   /// Zero: no limit. Otherwise the child (and its process group) is killed after this long.
   std::chrono::seconds time_limit{0};
+  /// Where the child runs; empty: this process's working directory.
+  std::filesystem::path working_dir;
 };
 
 /// Runs `program` with `args`, stdin from /dev/null, stdout and stderr captured into one string,
