@@ -526,13 +526,19 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
        [&] {
          write(repo_ / "labs/00-attention-by-hand.md",
                read(repo_ / "labs/00-attention-by-hand.md") +
-                   "\nRun `ctest --preset learner -R Rejects`, then "
-                   "`ctest --preset learner -L lab00 -R NoSuchTest`.\n");
+                   "\nRun `ctest --preset learner -R Rejects`.\n");
        },
        "labs/00-attention-by-hand.md: `ctest --preset learner -R Rejects` names no lab (-L labNN), "
-       "so it runs every lab's tests\ndefect: labs/00-attention-by-hand.md: `ctest --preset "
-       "learner "
-       "-L lab00 -R NoSuchTest` runs no test"},
+       "so it runs every lab's tests"},
+      {"a quoted command that runs nothing",
+       [&] {
+         write(
+             repo_ / "labs/00-attention-by-hand.md",
+             read(repo_ / "labs/00-attention-by-hand.md") +
+                 "\nRun `cmake --build build && ctest --preset learner -L lab00 -R NoSuchTest`.\n");
+       },
+       "labs/00-attention-by-hand.md: `ctest --preset learner -L lab00 -R NoSuchTest` runs no "
+       "test"},
       {"a missing write-up", [&] { fs::remove(repo_ / "solutions/02-causal-mask.md"); },
        "lab 02 lacks solutions/02-causal-mask.md (its reference write-up)"},
       {"a pristine stub that passes",
