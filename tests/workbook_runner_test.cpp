@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -450,6 +451,109 @@ TEST_F(WorkbookScratch, ASyntaxErrorShowsTheFirstCompileErrorWithFileAndLine) {
       check.out, std::regex(R"(src/minimodel/attention/scaled_dot_product\.cpp:\d+:\d+: error: )")))
       << check.out;
   EXPECT_NE(check.out.find("workbook-build.log"), std::string::npos) << check.out;
+}
+
+// ---- The learner's loop (issue 8): labs cannot break each other, the root cause comes first,
+// nothing stale writes an artifact ----------------------------------------------------------------
+
+// The reference bodies of `files` (under src/minimodel/attention/) copied into the stubs.
+void copy_references(const fs::path& repo, const std::vector<std::string>& files) {
+  for (const std::string& file : files)
+    fs::copy_file(repo / "solutions/minimodel/attention" / file,
+                  repo / "src/minimodel/attention" / file, fs::copy_options::overwrite_existing);
+}
+
+// Replaces `from` by `to` in `path`, which must contain it.
+void replace_in(const fs::path& path, const std::string& from, const std::string& to) {
+  std::string text = read(path);
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from << " is not in " << path;
+  write(path, text.replace(at, from.size(), to));
+}
+
+TEST_F(WorkbookScratch, ACompileErrorInLab03LeavesLabs00To02Done) {
+  copy_references(repo_, {"scaled_dot_product.cpp", "attention.cpp", "causal_mask.cpp"});
+  const fs::path lab03 = repo_ / "src/minimodel/attention/gpt2_attention.cpp";
+  write(lab03, read(lab03) + "\nthis is not C++\n");
+  const Outcome grade = workbook("grade --json 2>/dev/null"), list = workbook("list");
+  ASSERT_EQ(grade.status, 0) << grade.out;
+  const nlohmann::json report = nlohmann::json::parse(grade.out);
+  std::map<std::string, std::string> status;
+  for (const auto& lab : report["labs"]) status[lab["lab"]] = lab["status"];
+  EXPECT_EQ(status["00"], "done");
+  EXPECT_EQ(status["01"], "done");
+  EXPECT_EQ(status["02"], "done");
+  EXPECT_EQ(status["03"], "build error");
+  EXPECT_EQ(status["04"], "todo") << "lab 04 builds on labs 01 and 02, not on lab 03";
+  EXPECT_TRUE(std::regex_search(list.out, std::regex("02  Causal mask +done"))) << list.out;
+  const Outcome check = workbook("check 2>/dev/null");
+  EXPECT_NE(check.out.find("lab 03 — Fused QKV, GPT-2 layout: build error"), std::string::npos)
+      << check.out;
+  EXPECT_TRUE(std::regex_search(check.out, std::regex(R"(gpt2_attention\.cpp:\d+:\d+: error: )")))
+      << check.out;
+}
+
+TEST_F(WorkbookScratch, AWrongSplitHeadsReportsBlockBFirstWithItsTraceLine) {
+  copy_references(repo_, {"scaled_dot_product.cpp", "attention.cpp"});
+  const fs::path lab01 = repo_ / "src/minimodel/attention/attention.cpp";
+  // The reshape puts d_head before H.
+  replace_in(lab01, "{B, T, n_heads, d_head}", "{B, T, d_head, n_heads}");
+  replace_in(lab01, "return xt::transpose(by_head, {0, 2, 1, 3});",
+             "return xt::transpose(by_head, {0, 3, 1, 2});");
+  const Outcome check = workbook("check 01 2>/dev/null");
+  EXPECT_EQ(check.status, 1) << check.out;
+  const auto first_fail = check.out.find("FAIL ");
+  ASSERT_NE(first_fail, std::string::npos) << check.out;
+  EXPECT_EQ(check.out.compare(first_fail, 15, "FAIL SplitHeads"), 0) << check.out;
+  EXPECT_NE(check.out.find("       head 0\n"), std::string::npos) << "the failing head\n"
+                                                                  << check.out;
+  EXPECT_NE(check.out.find("revisit Block B — split_heads and merge_heads"), std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("(Block C): "), std::string::npos) << "Block C in one line\n"
+                                                              << check.out;
+
+  const Outcome only_b = workbook("check 01 --block B 2>/dev/null");
+  EXPECT_NE(only_b.out.find("0 of 3 tests pass"), std::string::npos) << only_b.out;
+  EXPECT_EQ(workbook("check 01 --block Z").status, 2);
+}
+
+TEST_F(WorkbookScratch, ForgettingWoSuggestsLookingAfterTheSoftmaxAndDiff) {
+  copy_references(repo_, {"scaled_dot_product.cpp", "attention.cpp"});
+  replace_in(repo_ / "src/minimodel/attention/attention.cpp",
+             "return project(merge_heads(context), w_o_);", "return merge_heads(context);");
+  const Outcome check = workbook("check 01 2>/dev/null");
+  EXPECT_EQ(check.status, 1) << check.out;
+  EXPECT_NE(check.out.find("revisit Block C"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("hint: the attention weights pass their checks but the outputs do not"),
+            std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("hint: `workbook diff 01`"), std::string::npos) << check.out;
+  const Outcome diff = workbook("diff 01 2>/dev/null");
+  EXPECT_EQ(diff.status, 1) << diff.out;
+  EXPECT_TRUE(std::regex_search(diff.out, std::regex(R"(\nattention_weights +\S+ +0 )")))
+      << diff.out;
+}
+
+TEST_F(WorkbookScratch, NoStaleVerifyProgramWritesALearnerArtifact) {
+  // The reference body passes; then a syntax error: ctest must not run the old verify program.
+  copy_references(repo_, {"scaled_dot_product.cpp"});
+  const fs::path manifest = repo_ / "experiments/00-attention-by-hand/manifest.json";
+  ASSERT_EQ(
+      sh("cmake --build " + (repo_ / "build").string() + " --target verify-lab00-learner").status,
+      0);
+  write(repo_ / stub(), read(repo_ / stub()) + "\nthis is not C++\n");
+  const Outcome ctest =
+      sh("cd " + repo_.string() + " && ctest --preset learner -L lab00 --test-dir " +
+         (repo_ / "build").string());
+  EXPECT_NE(ctest.status, 0) << ctest.out;
+  EXPECT_NE(ctest.out.find("lab00.learner.build ..."), std::string::npos) << ctest.out;
+  EXPECT_FALSE(fs::exists(manifest)) << "a stale verify-lab00-learner wrote " << manifest << "\n"
+                                     << ctest.out;
+  // `workbook verify` rebuilds first too, and says so when it cannot.
+  const Outcome verify = workbook("verify 00 2>/dev/null");
+  EXPECT_EQ(verify.status, 1) << verify.out;
+  EXPECT_NE(verify.out.find("the build failed"), std::string::npos) << verify.out;
+  EXPECT_FALSE(fs::exists(manifest));
 }
 
 TEST_F(WorkbookScratch, WatchRechecksWhenALearnerFileIsSaved) {

@@ -97,7 +97,11 @@ std::vector<std::string> diagnoses(const Lab& lab, const LabResult& result,
   const bool outputs_fail = std::any_of(failures.begin(), failures.end(), [](const TestFailure* f) {
     return contains(f->test, "MatchesTorch") || contains(f->test, "Equals");
   });
-  if (weights_pass && outputs_fail)
+  const bool one_block = std::all_of(failures.begin(), failures.end(), [&](const TestFailure* f) {
+    return lab.block_for(f->test, f->summary) ==
+           lab.block_for(failures[0]->test, failures[0]->summary);
+  });
+  if (weights_pass && outputs_fail && one_block)
     lines.push_back(
         "the attention weights pass their checks but the outputs do not: look at what "
         "comes after the softmax (the values, merging the heads, W_O)");

@@ -15,15 +15,21 @@ int verify_lab(const Context& ctx, const std::string& number, const std::string&
     print_build_error(ctx, build);
     return kNotDone;
   }
-  // The verify program prints its checks and a "wrote <path>" line per artifact.
-  const workbench::ProcessStatus status = workbench::run_process(ctx.ws.bin(target), {});
+  // The verify program prints its checks and a "wrote <path>" line per artifact; its stderr (a
+  // TODO stub's message) comes to stdout too, so that the next step can name the block.
+  workbench::CaptureOptions echo;
+  echo.on_line = [](const std::string& line) { std::cout << line << '\n' << std::flush; };
+  const workbench::CapturedRun run = workbench::run_captured(ctx.ws.bin(target).string(), {}, echo);
+  const workbench::ProcessStatus& status = run.status;
   if (!status.exited) {
     std::cout << ctx.red(target + " crashed with " + status.describe()) << '\n';
     return kNotDone;
   }
-  if (status.code == 1 && impl == "learner")
-    std::cout << "next: finish the block named above (" << lab.text << "), then: workbook verify "
-              << lab.number << '\n';
+  if (const auto todo = todo_in(run.output); todo && status.code == 1 && impl == "learner") {
+    const Lab* at = find_lab(ctx.labs, todo->first);
+    std::cout << "next: finish Block " << todo->second << " of " << (at ? at->text : lab.text)
+              << ", then: workbook verify " << lab.number << '\n';
+  }
   // The verify program's own 2 (bad input, an I/O failure) is the environment's, not usage.
   return status.code == 0 ? kSuccess : status.code == 1 ? kNotDone : kEnvironment;
 }

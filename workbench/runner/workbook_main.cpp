@@ -85,11 +85,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   workbench::add_attend_options(*attend_cmd, options);
 
-  CLI::App* list_cmd =
-      app.add_subcommand("list",
-                         "Every lab with its status (done, in progress, todo, build error, or "
-                         "locked: an earlier lab is not "
-                         "done; advice only) and a progress bar. Runs every lab's tests.");
+  CLI::App* list_cmd = app.add_subcommand(
+      "list",
+      "Every lab with its status (done, in progress, todo, build error, or "
+      "locked: an earlier lab is not done; advice only) and how many labs are "
+      "done, as a progress bar on a terminal. Builds every lab's tests once and "
+      "runs them; a lab that does not compile leaves the others' status intact.");
 
   std::string lab;
   CLI::App* check_cmd =

@@ -19,10 +19,11 @@ namespace minimodel {
 
 MultiHeadAttention::MultiHeadAttention(std::size_t d_model, std::size_t n_heads,
                                        std::uint64_t seed) {
-  // TODO(lab 01, Block A): check d_model and n_heads, then draw W_Q, W_K, W_V, W_O from the seeded
-  // generator — see labs/01-multi-head-attention.md
+  // TODO(lab 01, Block A): check that n_heads divides d_model, then draw W_Q, W_K, W_V, W_O from
+  // the seeded generator — see labs/01-multi-head-attention.md
   throw Todo(
-      "TODO(lab 01, Block A): check d_model and n_heads, then draw W_Q, W_K, W_V, W_O from the "
+      "TODO(lab 01, Block A): check that n_heads divides d_model, then draw W_Q, W_K, W_V, W_O "
+      "from the "
       "seeded generator — see labs/01-multi-head-attention.md");
 }
 
