@@ -237,6 +237,40 @@ TEST_F(Heatmap, NanCellIsDrawnLightGreyInsteadOfThrowing) {
   EXPECT_TRUE(near(centre, {217, 217, 217}, 10)) << "NaN cell is " << describe(centre);
 }
 
+TEST_F(Heatmap, ExcludedCellsAreHatchedGreyNotAColourOfTheScale) {
+  HeatmapFigure f;
+  auto values = filled(3, 3, f.vmax);
+  values(1, 1) = 0.0f;  // a masked weight: exactly vmin, yet it must not look like one
+  xt::xtensor<bool, 2> excluded = xt::zeros<bool>({3, 3});
+  excluded(1, 1) = true;
+  f.panels.push_back({values, "masked centre", excluded});
+  f.excluded_label = "masked";
+  const fs::path png = dir_ / "excluded.png";
+  render_heatmaps(png, f);
+  const DecodedPng img(png);
+  ASSERT_EQ(img.status(), CAIRO_STATUS_SUCCESS);
+  const MatrixBox box = find_matrix(img);
+  ASSERT_GT(box.width, 30);
+  const int cell = box.width / 3;
+  int grey = 0, white = 0, purple = 0;
+  for (int dy = 2; dy < cell - 2; ++dy)
+    for (int dx = 2; dx < cell - 2; ++dx) {
+      const Rgb8 px = img.at(box.left + cell + dx, box.top + cell + dy);
+      grey += near(px, {158, 158, 158}, 12);
+      white += near(px, {255, 255, 255}, 12);
+      purple += near(px, kPurple, 30);
+    }
+  EXPECT_GT(grey, 0) << "no grey in the excluded cell";
+  EXPECT_GT(white, 0) << "no hatching in the excluded cell";
+  EXPECT_EQ(purple, 0) << "the excluded cell took the colour of its value";
+}
+
+TEST_F(Heatmap, RejectsExcludedCellsOfAnotherShape) {
+  HeatmapFigure f = figure_of(1, 1, 1, 4);
+  f.panels[0].excluded = xt::zeros<bool>({3, 4});
+  expect_invalid(dir_ / "fig.png", f, {"panel 0", "excluded", "(3, 4)", "(4, 4)"});
+}
+
 TEST_F(Heatmap, LeavesNoTemporaryFileBehind) {
   const fs::path png = dir_ / "fig.png";
   render_heatmaps(png, figure_of(2, 1, 2, 4));

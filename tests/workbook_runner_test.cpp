@@ -276,6 +276,14 @@ class WorkbookScratch : public ::testing::Test {
     const Outcome configure = sh("cmake -S " + repo_.string() + " -B " +
                                  (repo_ / "build").string() + " -DCMAKE_BUILD_TYPE=Release");
     ASSERT_EQ(configure.status, 0) << configure.out;
+    // Every lab's learner programs, once, so that no test's time goes into the first build of
+    // them (the verbs rebuild what changed; `watch` builds every lab the first time).
+    std::string targets;
+    for (const workbook::Lab& lab : workbook::load_registry(repo_))
+      targets += " " + lab.target("test", "learner") + " " + lab.target("verify", "learner");
+    const Outcome build =
+        sh("cmake --build " + (repo_ / "build").string() + " -j 2 --target" + targets);
+    ASSERT_EQ(build.status, 0) << build.out;
   }
   static void TearDownTestSuite() {
     if (!std::getenv("MINIMODEL_KEEP_SCRATCH")) fs::remove_all(scratch_);
@@ -513,7 +521,7 @@ TEST_F(WorkbookScratch, AWrongSplitHeadsReportsBlockBFirstWithItsTraceLine) {
                                                               << check.out;
 
   const Outcome only_b = workbook("check 01 --block B 2>/dev/null");
-  EXPECT_NE(only_b.out.find("0 of 3 tests pass"), std::string::npos) << only_b.out;
+  EXPECT_NE(only_b.out.find("1 of 3 tests pass"), std::string::npos) << only_b.out;  // and Rejects…
   EXPECT_EQ(workbook("check 01 --block Z").status, 2);
 }
 
@@ -530,7 +538,7 @@ TEST_F(WorkbookScratch, ForgettingWoSuggestsLookingAfterTheSoftmaxAndDiff) {
   EXPECT_NE(check.out.find("hint: `workbook diff 01`"), std::string::npos) << check.out;
   const Outcome diff = workbook("diff 01 2>/dev/null");
   EXPECT_EQ(diff.status, 1) << diff.out;
-  EXPECT_TRUE(std::regex_search(diff.out, std::regex(R"(\nattention_weights +\S+ +0 )")))
+  EXPECT_TRUE(std::regex_search(diff.out, std::regex(R"(\nattention_weights +\([0-9, ]+\) +0 )")))
       << diff.out;
 }
 
@@ -576,7 +584,7 @@ TEST_F(WorkbookScratch, WatchRechecksWhenALearnerFileIsSaved) {
     return n;
   };
   auto wait_for = [&](const std::string& what, std::size_t n) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600);
     while (count(what) < n && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return count(what) >= n;

@@ -70,9 +70,14 @@ int main(int argc, char** argv) {
 
     workbench::HeatmapFigure figure;
     figure.title = "Lab 00: the toy's attention weights";
-    figure.panels = {{result.weights, "no mask"}, {masked.weights, "token 1 hidden from token 0"}};
+    // The hidden cell is hatched, and every cell carries its value, as in paper_derivation.md.
+    xt::xtensor<bool, 2> hidden = {{false, true}, {false, false}};
+    figure.panels = {{result.weights, "no mask"},
+                     {masked.weights, "token 1 hidden from token 0", hidden}};
     figure.grid_cols = 2;
     figure.row_labels = figure.col_labels = {"token 0", "token 1"};
+    figure.excluded_label = "masked: weight 0";
+    figure.annotate = true;
     workbench::render_heatmaps(run.artifact("attention_weights.png"), figure);
   });
 }

@@ -72,20 +72,25 @@ int main(int argc, char** argv) {
 
     workbench::HeatmapFigure visual;
     visual.title = "Lab 02: the causal mask and the masked attention of head 0";
-    const Tensor2 allowed = xt::where(mask < 0.0f, 0.0f, 1.0f);
-    visual.panels = {{allowed, "mask: 1 = may attend, 0 = masked"},
-                     {xt::view(weights, 0, 0), "head 0 weights"}};
+    // The mask as the learner wrote it, additive: 0 keeps a score (dark), kMaskedScore removes it
+    // (hatched, off the colour scale); the weights with the same cells hatched, so that a masked
+    // cell never passes for a tiny weight.
+    const xt::xtensor<bool, 2> masked = mask < 0.0f;
+    visual.panels = {{mask, "the mask: 0 = keep", masked},
+                     {xt::view(weights, 0, 0), "head 0 weights", masked}};
     visual.grid_cols = 2;
     visual.row_labels = visual.col_labels = tokens;
-    visual.colorbar_label = "mask value / attention weight";
+    visual.colorbar_label = "mask value (0) / attention weight";
+    visual.excluded_label = "masked: -1e9 added, weight 0";
     workbench::render_heatmaps(run.artifact("mask_visual.png"), visual);
 
     workbench::HeatmapFigure heads;
     heads.title = "Lab 02: causal attention weights per head (H = 4, d_model = 64)";
     for (std::size_t h = 0; h < kHeads; ++h)
-      heads.panels.push_back({xt::view(weights, 0, h), "head " + std::to_string(h)});
+      heads.panels.push_back({xt::view(weights, 0, h), "head " + std::to_string(h), masked});
     heads.grid_rows = heads.grid_cols = 2;
     heads.row_labels = heads.col_labels = tokens;
+    heads.excluded_label = "masked (a future key)";
     workbench::render_heatmaps(run.artifact("heatmap.png"), heads);
   });
 }

@@ -101,11 +101,26 @@ int main(int argc, char** argv) {
     workbench::HeatmapFigure figure;
     figure.title =
         "Lab 03: causal attention weights of GPT-2's 12 heads at initialisation (d_model = 768)";
+    const xt::xtensor<bool, 2> future = minimodel::causal_mask(T) < 0.0f;
     for (std::size_t h = 0; h < kHeads; ++h)
-      figure.panels.push_back({xt::view(weights, 0, h), "head " + std::to_string(h)});
+      figure.panels.push_back({xt::view(weights, 0, h), "head " + std::to_string(h), future});
     figure.grid_rows = 3;
     figure.grid_cols = 4;
     figure.row_labels = figure.col_labels = tokens;
+    figure.excluded_label = "masked (a future key)";
     workbench::render_heatmaps(run.artifact("heatmap.png"), figure);
+
+    // Query i sees i + 1 keys, so uniform attention is 1 / (i + 1) and fades down the rows; scaled
+    // by (i + 1), 1 means "as much as uniform", and the heads' differences show.
+    workbench::HeatmapFigure scaled = figure;
+    scaled.title =
+        "Lab 03: the same weights times (query position + 1); 1 = uniform over the visible keys";
+    xt::xtensor<float, 2> visible_keys = xt::zeros<float>({T, T});
+    for (std::size_t i = 0; i < T; ++i) xt::view(visible_keys, i) = static_cast<float>(i + 1);
+    for (std::size_t h = 0; h < kHeads; ++h)
+      scaled.panels[h].values = xt::view(weights, 0, h) * visible_keys;
+    scaled.vmax = 2.0f;  // uniform (1) in the middle; the few cells above 2 are yellow too
+    scaled.colorbar_label = "weight x (query position + 1); 2 or more: yellow";
+    workbench::render_heatmaps(run.artifact("heatmap_scaled.png"), scaled);
   });
 }

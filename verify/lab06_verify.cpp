@@ -153,20 +153,19 @@ int main(int argc, char** argv) {
                   "%), output changed by up to " +
                   workbench::scientific(workbench::max_abs_diff(first.output, out.output)));
 
-    // The figure only: padded keys as NaN, so that the renderer leaves them light grey.
+    // Padded keys are hatched: their weight is exactly 0, which is not a colour of the scale.
     workbench::HeatmapFigure figure;
     figure.title = "Lab 06: cross-attention over padded encoder sequence 1 (H = 4, d_model = 64)";
-    for (std::size_t h = 0; h < kHeads; ++h) {
-      Tensor2 panel = xt::view(weights, 1, h);  // (T, S)
-      xt::view(panel, xt::all(), xt::range(S - kPadded, S)) =
-          std::numeric_limits<float>::quiet_NaN();
-      figure.panels.push_back({panel, "head " + std::to_string(h)});
-    }
+    xt::xtensor<bool, 2> pad_keys = xt::zeros<bool>({T, S});
+    xt::view(pad_keys, xt::all(), xt::range(S - kPadded, S)) = true;
+    for (std::size_t h = 0; h < kHeads; ++h)
+      figure.panels.push_back({xt::view(weights, 1, h), "head " + std::to_string(h), pad_keys});
     figure.grid_rows = figure.grid_cols = 2;
     figure.row_labels = decoder_tokens();
     figure.col_labels = encoder[1];
     figure.row_axis = "decoder query";
-    figure.col_axis = "encoder key (grey: <pad>, weight 0, drawn as NaN)";
+    figure.col_axis = "encoder key";
+    figure.excluded_label = "<pad> key: weight 0";
     figure.vmax = std::max(0.05f, xt::amax(weights)());
     workbench::render_heatmaps(run.artifact("heatmap.png"), figure);
   });

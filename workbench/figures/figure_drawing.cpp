@@ -45,7 +45,7 @@ double line_height(cairo_t* cr, double size, bool bold) {
 }
 
 void draw_text(cairo_t* cr, const std::string& text, double x, double y, double size, HAlign h,
-               VAlign v, double degrees, bool bold) {
+               VAlign v, double degrees, bool bold, Rgb colour) {
   set_font(cr, size, bold);
   cairo_text_extents_t te;
   cairo_text_extents(cr, text.c_str(), &te);
@@ -57,7 +57,7 @@ void draw_text(cairo_t* cr, const std::string& text, double x, double y, double 
   cairo_translate(cr, x, y);
   cairo_rotate(cr, -degrees * kPi / 180);
   cairo_move_to(cr, dx, dy);
-  set_source(cr, kText);
+  set_source(cr, colour);
   cairo_show_text(cr, text.c_str());
   cairo_restore(cr);
 }

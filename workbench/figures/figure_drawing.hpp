@@ -51,7 +51,7 @@ double line_height(cairo_t* cr, double size, bool bold = false);
 /// Draws `text` anchored at (x, y), turned counter-clockwise by `degrees` around the anchor.
 /// Alignment uses the font's line box, not the ink, so labels share one baseline.
 void draw_text(cairo_t* cr, const std::string& text, double x, double y, double size, HAlign h,
-               VAlign v, double degrees = 0, bool bold = false);
+               VAlign v, double degrees = 0, bool bold = false, Rgb colour = kText);
 
 // --- Lines --------------------------------------------------------------------------------------
 

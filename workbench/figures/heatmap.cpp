@@ -4,16 +4,19 @@
 // then the colour bar with its ticks and label. Top to bottom: the figure title, then one slot per
 // grid row (panel title, the matrix, column labels, x-axis title, a gap).
 //
-// Values outside [vmin, vmax] are clamped, so +-inf take the end colours (a masked score of -inf
-// shows as vmin). NaN cells are drawn light grey instead of throwing: a learner whose softmax
-// produced NaN learns more from seeing which cells went wrong than from an exception.
+// Values outside [vmin, vmax] are clamped, so +-inf take the end colours. NaN cells are drawn light
+// grey instead of throwing: a learner whose softmax produced NaN learns more from seeing which
+// cells went wrong than from an exception. Excluded cells (masked, padded) are hatched darker grey,
+// with a key of their own.
 #include "figures/heatmap.hpp"
 
 #include <cairo.h>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "figure_drawing.hpp"
@@ -55,6 +58,8 @@ constexpr double kMaxImageSide = 1900;
 constexpr int kColorbarTicks = 5;
 
 constexpr Rgb kNanGrey{0.85, 0.85, 0.85};
+constexpr Rgb kExcludedGrey{0.62, 0.62, 0.62};  // hatched with white
+constexpr int kMinAnnotatedCell = 36;           // room for "0.123" in a cell
 
 // --- Colour map --------------------------------------------------------------------------------
 
@@ -99,7 +104,13 @@ Rgb value_colour(float value, const HeatmapFigure& figure) {
 // --- Labels -------------------------------------------------------------------------------------
 
 std::vector<std::string> labels_or_indices(const std::vector<std::string>& labels, std::size_t n) {
-  if (!labels.empty()) return labels;
+  if (!labels.empty()) {
+    std::vector<std::string> quoted = labels;
+    for (std::string& label : quoted)
+      if (label.size() == 1 && std::ispunct(static_cast<unsigned char>(label[0])))
+        label = "'" + label + "'";
+    return quoted;
+  }
   std::vector<std::string> out;
   for (std::size_t i = 0; i < n; ++i) out.push_back(std::to_string(i));
   return out;
@@ -119,6 +130,13 @@ void validate(const HeatmapFigure& figure) {
   if (first.shape(0) == 0 || first.shape(1) == 0)
     throw std::invalid_argument(where + "panel 0 is " + minimodel::shape_of(first) +
                                 "; a heatmap needs at least one row and one column");
+  for (std::size_t p = 0; p < n; ++p) {
+    const auto& excluded = figure.panels[p].excluded;
+    if (excluded.size() != 0 && excluded.shape() != first.shape())
+      throw std::invalid_argument(where + "panel " + std::to_string(p) + "'s excluded cells are " +
+                                  minimodel::shape_of(excluded) + " but its values are " +
+                                  minimodel::shape_of(first));
+  }
   for (std::size_t p = 1; p < n; ++p) {
     const auto& values = figure.panels[p].values;
     if (values.shape() != first.shape())
@@ -157,7 +175,8 @@ struct Layout {
   double slot_w = 0, slot_h = 0;  // one grid cell of the figure, gaps included
   double grid_x = 0, grid_y = 0;
   double colorbar_x = 0, colorbar_top = 0, colorbar_bottom = 0;
-  bool any_nan = false;  // draw a key for the grey NaN cells
+  bool any_nan = false;       // draw a key for the grey NaN cells
+  bool any_excluded = false;  // and one for the hatched excluded cells
   double row_label_w = 0;
   double tick_label_w = 0;
   int width = 0, height = 0;
@@ -239,10 +258,14 @@ Layout layout_for_cell(cairo_t* cr, const HeatmapFigure& figure, Layout lay, int
   const double span = lay.slot_h * static_cast<double>(figure.grid_rows - 1) + matrix_h;
   const double label_w = text_width(cr, figure.colorbar_label, kAxisTitleSize);
   lay.colorbar_bottom = lay.colorbar_top + std::max({span, kMinColorbarHeight, std::ceil(label_w)});
-  const double nan_key = lay.any_nan ? kGap + kTickLabelSize + kNanKeySide : 0;
-  lay.width = static_cast<int>(std::ceil(width));
+  const double keys = (lay.any_nan ? 1 : 0) + (lay.any_excluded ? 1 : 0);
+  const double keys_h = keys * (kGap + kTickLabelSize + kNanKeySide);
+  const double key_w =
+      kNanKeySide + kTickPad + 2 +
+      (lay.any_excluded ? text_width(cr, figure.excluded_label, kTickLabelSize) : 0);
+  lay.width = static_cast<int>(std::ceil(std::max(width, lay.colorbar_x + key_w + kMargin)));
   lay.height = static_cast<int>(
-      std::ceil(std::max(lay.grid_y + grid_h, lay.colorbar_bottom + nan_key) + kMargin));
+      std::ceil(std::max(lay.grid_y + grid_h, lay.colorbar_bottom + keys_h) + kMargin));
   return lay;
 }
 
@@ -256,9 +279,12 @@ Layout make_layout(cairo_t* cr, const HeatmapFigure& figure) {
   const double step = (static_cast<double>(figure.vmax) - figure.vmin) / (kColorbarTicks - 1);
   for (int i = 0; i < kColorbarTicks; ++i) lay.tick_values.push_back(figure.vmin + i * step);
   lay.tick_labels = format_ticks(lay.tick_values, step);
-  for (const auto& p : figure.panels)
+  for (const auto& p : figure.panels) {
     lay.any_nan = lay.any_nan || std::any_of(p.values.begin(), p.values.end(),
                                              [](float v) { return std::isnan(v); });
+    lay.any_excluded = lay.any_excluded ||
+                       std::any_of(p.excluded.begin(), p.excluded.end(), [](bool e) { return e; });
+  }
 
   const int longest = static_cast<int>(std::max(lay.rows, lay.cols));
   int cell = std::clamp(kPanelSide / longest, 1, kMaxCell);
@@ -278,6 +304,22 @@ Layout make_layout(cairo_t* cr, const HeatmapFigure& figure) {
 
 // --- Drawing ------------------------------------------------------------------------------------
 
+// An excluded cell (or its key): grey with white diagonal hatching.
+void draw_hatched(cairo_t* cr, double x, double y, double side) {
+  cairo_set_source_rgb(cr, kExcludedGrey.r, kExcludedGrey.g, kExcludedGrey.b);
+  cairo_rectangle(cr, x, y, side, side);
+  cairo_fill(cr);
+  cairo_save(cr);
+  cairo_rectangle(cr, x, y, side, side);
+  cairo_clip(cr);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_set_line_width(cr, std::max(1.0, side / 12));
+  const double pitch = std::max(4.0, side / 4);
+  for (double d = -side; d < side; d += pitch) draw_line(cr, x + d, y + side, x + d + side, y);
+  cairo_stroke(cr);
+  cairo_restore(cr);
+}
+
 void draw_panel(cairo_t* cr, const HeatmapFigure& figure, const HeatmapPanel& panel,
                 const Layout& lay, double slot_x, double slot_y) {
   const double c = lay.cell;
@@ -286,12 +328,29 @@ void draw_panel(cairo_t* cr, const HeatmapFigure& figure, const HeatmapPanel& pa
   const double w = c * static_cast<double>(lay.cols);
   const double h = c * static_cast<double>(lay.rows);
 
+  const bool has_excluded = panel.excluded.size() != 0;
+  const bool annotate = figure.annotate && lay.cell >= kMinAnnotatedCell;
   for (std::size_t i = 0; i < lay.rows; ++i) {
     for (std::size_t j = 0; j < lay.cols; ++j) {
-      const Rgb rgb = value_colour(panel.values(i, j), figure);
+      const double x = x0 + c * static_cast<double>(j), y = y0 + c * static_cast<double>(i);
+      if (has_excluded && panel.excluded(i, j)) {
+        draw_hatched(cr, x, y, c);
+        continue;
+      }
+      const float value = panel.values(i, j);
+      const Rgb rgb = value_colour(value, figure);
       cairo_set_source_rgb(cr, rgb.r, rgb.g, rgb.b);
-      cairo_rectangle(cr, x0 + c * static_cast<double>(j), y0 + c * static_cast<double>(i), c, c);
+      cairo_rectangle(cr, x, y, c, c);
       cairo_fill(cr);
+      if (annotate && !std::isnan(value)) {
+        // Dark text on the light end of viridis, white on the dark end.
+        const double t = (static_cast<double>(value) - figure.vmin) / (figure.vmax - figure.vmin);
+        const double shade = t > 0.6 ? 0.0 : 1.0;
+        char text[16];
+        std::snprintf(text, sizeof text, "%.3f", static_cast<double>(value));
+        draw_text(cr, text, x + c / 2, y + c / 2, kTickLabelSize, HAlign::center, VAlign::middle, 0,
+                  false, {shade, shade, shade});
+      }
     }
   }
 
@@ -368,10 +427,10 @@ void draw_colorbar(cairo_t* cr, const HeatmapFigure& figure, const Layout& lay) 
   draw_text(cr, figure.colorbar_label, label_x, (top + bottom) / 2, kAxisTitleSize, HAlign::center,
             VAlign::middle, 90);
 
-  // A key for grey cells, only when there are some.
+  // A key for grey NaN cells and one for hatched excluded cells, only when there are some.
+  const double side = kNanKeySide;
+  double y = bottom + kGap + kTickLabelSize;
   if (lay.any_nan) {
-    const double side = kNanKeySide;
-    const double y = bottom + kGap + kTickLabelSize;
     cairo_set_source_rgb(cr, kNanGrey.r, kNanGrey.g, kNanGrey.b);
     cairo_rectangle(cr, x, y, side, side);
     cairo_fill_preserve(cr);
@@ -379,6 +438,15 @@ void draw_colorbar(cairo_t* cr, const HeatmapFigure& figure, const Layout& lay) 
     cairo_stroke(cr);
     draw_text(cr, "NaN", x + side + kTickPad + 2, y + side / 2, kTickLabelSize, HAlign::left,
               VAlign::middle);
+    y += kGap + kTickLabelSize + side;
+  }
+  if (lay.any_excluded) {
+    draw_hatched(cr, x, y, side);
+    cairo_set_source_rgb(cr, kFrame.r, kFrame.g, kFrame.b);
+    cairo_rectangle(cr, x - 0.5, y - 0.5, side + 1, side + 1);
+    cairo_stroke(cr);
+    draw_text(cr, figure.excluded_label, x + side + kTickPad + 2, y + side / 2, kTickLabelSize,
+              HAlign::left, VAlign::middle);
   }
 }
 
