@@ -5,6 +5,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <ctime>
@@ -86,19 +87,33 @@ int watch(const Context& ctx, bool force_polling) {
     }
 
   std::string previous;  // the lab checked last time, to say when it is done
-  auto run_check = [&](const std::string& why) {
+  auto run_check = [&](const std::string& why, const std::set<std::string>& saved) {
     if (ctx.terminal) std::cout << "\033[2J\033[H";  // clear the screen
     std::cout << "== workbook watch, " << clock_time() << ": " << why << '\n' << std::flush;
     try {
-      LabResult result;
-      const Lab* lab = current_lab(ctx, &result);
-      if (!previous.empty() && (!lab || lab->number > previous))
-        std::cout << ctx.green("lab " + previous + " is done") << '\n';
-      previous = lab ? lab->number : "";
-      if (lab)
-        print_check(ctx, *lab, result);
-      else
+      const std::vector<LabResult> results = run_all(ctx.ws, ctx.labs);
+      std::size_t current = 0;  // the first lab that is not done
+      while (current < results.size() && results[current].status == LabStatus::done) ++current;
+      for (std::size_t i = 0; i < ctx.labs.size(); ++i) {
+        const Lab& lab = ctx.labs[i];
+        if (!previous.empty() && lab.number >= previous && i < current)
+          std::cout << ctx.green("lab " + lab.number + " is done") << '\n';
+        // A file saved in a later lab that does not compile: say so, though it is not current.
+        const bool saved_here = std::any_of(
+            lab.learner_files.begin(), lab.learner_files.end(), [&](const std::string& file) {
+              return saved.count(fs::path(file).filename().string());
+            });
+        if (i > current && saved_here && results[i].status == LabStatus::build_error)
+          std::cout << ctx.red(heading(lab) + ": build error") << " (in the file you saved)\n"
+                    << results[i].build.first_error << '\n';
+      }
+      if (current < ctx.labs.size()) {
+        previous = ctx.labs[current].number;
+        print_check(ctx, ctx.labs[current], results[current]);
+      } else {
+        previous = "";
         std::cout << ctx.green("every lab is done") << '\n';
+      }
     } catch (const std::exception& e) {
       std::cout << ctx.red(e.what()) << '\n';
     }
@@ -107,7 +122,7 @@ int watch(const Context& ctx, bool force_polling) {
               << std::flush;
   };
 
-  run_check("start");
+  run_check("start", {});
   MTimes times = mtimes_of(files);
   while (!stop_requested) {
     std::set<std::string> changed;
@@ -131,7 +146,7 @@ int watch(const Context& ctx, bool force_polling) {
     if (changed.empty() || stop_requested) continue;
     std::string why;
     for (const std::string& name : changed) why += (why.empty() ? "" : ", ") + name;
-    run_check(why + " saved");
+    run_check(why + " saved", changed);
     times = mtimes_of(files);
   }
   if (fd >= 0) close(fd);
