@@ -25,27 +25,7 @@
 namespace workbench {
 namespace {
 
-using drawing::Canvas;
-using drawing::crisp;
-using drawing::draw_line;
-using drawing::draw_text;
-using drawing::format_ticks;
-using drawing::HAlign;
-using drawing::kAxisTitleSize;
-using drawing::kFigureTitleSize;
-using drawing::kFrame;
-using drawing::kGap;
-using drawing::kMargin;
-using drawing::kPanelTitleSize;
-using drawing::kTickLabelSize;
-using drawing::kTickLength;
-using drawing::kTickPad;
-using drawing::line_height;
-using drawing::max_width;
-using drawing::number;
-using drawing::Rgb;
-using drawing::text_width;
-using drawing::VAlign;
+using namespace drawing;  // the shared look and helpers of figure_drawing.hpp
 
 // --- Layout constants, in pixels (the shared ones are in figure_drawing.hpp) -------------------
 constexpr double kPanelGap = 36;  // between neighbouring panels, and before the colour bar
