@@ -105,7 +105,22 @@ LabResult test_lab(const Workspace& ws, const Lab& lab, const std::string& gtest
   if (!fs::exists(report)) {
     result.status = LabStatus::in_progress;
     if (result.problem.empty())
-      result.problem = target + " wrote no report (" + run.status.describe() + ")";
+      result.problem = target + " stopped (" + run.status.describe() + ")" +
+                       (last.empty() ? "" : " in " + last) + " and wrote no report";
+    // In the debug preset a sanitizer stops the tests: its one-line summary names the line.
+    static const std::regex sanitizer(
+        R"(SUMMARY: (\w+Sanitizer: \S+) (\S+?:\d+)(:\d+)?( in ([^(]+))?)");
+    static const std::regex runtime_error(R"(^(\S+?:\d+):\d+: runtime error: (.*)$)");
+    std::smatch m;
+    if (std::regex_search(run.output, m, sanitizer))
+      result.problem += ": " + m[1].str() + " at " + ws.relative(m[2].str()) +
+                        (m[5].matched ? " in " + m[5].str() : "");
+    else
+      for (const std::string& line : workbench::split_lines(run.output))
+        if (std::regex_match(line, m, runtime_error)) {
+          result.problem += ": " + m[2].str() + " at " + ws.relative(m[1].str());
+          break;
+        }
     return result;
   }
 
