@@ -260,6 +260,22 @@ TEST_F(DevCheckFiles, AMalformedRegistryIsAnEnvironmentErrorNamingTheFile) {
       << check.out;
 }
 
+using GradeWithoutABuild = DevCheckFiles;  // the same scratch copy of the files, no build folder
+
+TEST_F(GradeWithoutABuild, JsonStillGivesADocumentThatNamesTheProblem) {
+  const Outcome grade =
+      sh(std::string(MINIMODEL_BIN_DIR) + "/workbook --repo " + repo_.string() + " --build-dir " +
+         (repo_ / "build").string() + " grade --json 2>/dev/null");
+  EXPECT_EQ(grade.status, 0) << grade.out;
+  const auto report = nlohmann::json::parse(grade.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << grade.out;
+  EXPECT_NE(report.value("error", "").find("is not a configured build folder"), std::string::npos)
+      << grade.out;
+  ASSERT_EQ(report["labs"].size(), workbook::load_registry(repo_).size());
+  EXPECT_EQ(report["labs"][0]["status"], "build error");
+  EXPECT_EQ(report["score"], 0.0);
+}
+
 // ---- The verbs, in a scratch copy
 // -----------------------------------------------------------------
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
 #include "support/torch_parity.hpp"
+#include "util/files.hpp"
 
 namespace fs = std::filesystem;
 
@@ -187,6 +189,37 @@ TEST_F(WorkbookAttend, RejectsXOfRankFour) {
   const fs::path x = scratch_ / "x4.npy";
   xt::dump_npy(x.string(), xt::xarray<float>(xt::zeros<float>({1, 2, 5, 16})));
   expect_rejected(args("mha_batched", {{"--x", x.string()}}), "(1, 2, 5, 16)");
+}
+
+TEST_F(WorkbookAttend, RefusesAnOutputThatIsAnInputAndLeavesTheInputAlone) {
+  const fs::path x = scratch_ / "x.npy";
+  fs::copy_file(fixture("mha_batched") / "x.npy", x);
+  const std::string before = workbench::read_file(x);
+  for (const char* output : {"--out", "--attn-out"}) {
+    SCOPED_TRACE(output);
+    const CommandResult run =
+        workbook(args("mha_batched", {{"--x", x.string()}, {output, x.string()}}), scratch_);
+    EXPECT_EQ(run.status, 2) << run.stderr_text;
+    EXPECT_NE(run.stderr_text.find("is also --x"), std::string::npos) << run.stderr_text;
+    EXPECT_EQ(workbench::read_file(x), before);
+  }
+  expect_rejected(args("mha_batched", {{"--attn-out", out().string()}}), "is also --out");
+}
+
+TEST_F(WorkbookAttend, AnOutputThatCannotBeWrittenLeavesEveryFileAsItWas) {
+  // --out already exists; --attn-out is a folder, so it cannot be written: nothing may change,
+  // and in particular --out must neither be replaced nor removed.
+  workbench::write_file_atomically(out(), "the learner's own file\n");
+  fs::create_directories(attn());
+  const CommandResult run = workbook(args("mha_batched"), scratch_);
+  EXPECT_EQ(run.status, 2) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find(attn().string()), std::string::npos) << run.stderr_text;
+  EXPECT_EQ(workbench::read_file(out()), "the learner's own file\n");
+  EXPECT_TRUE(fs::is_directory(attn()));
+  std::set<std::string> left;
+  for (const auto& entry : fs::directory_iterator(scratch_)) left.insert(entry.path().filename());
+  EXPECT_EQ(left, (std::set<std::string>{"attn.npy", "stderr.txt", "y.npy"}))
+      << "no temporary file is left behind";
 }
 
 TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {

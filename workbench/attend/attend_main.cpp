@@ -10,8 +10,12 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+#include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
 #include "attend/attend_options.hpp"
@@ -23,6 +27,7 @@
 #include "minimodel/shapes.hpp"
 #include "minimodel/todo.hpp"
 #include "tensors/npy_io.hpp"
+#include "util/files.hpp"
 
 namespace {
 
@@ -178,6 +183,34 @@ Result attend(const workbench::AttendOptions& o) {
   return {xt::view(y, 0), xt::view(weights, 0)};
 }
 
+// An output that is one of the inputs (or the other output) would be overwritten: refuse.
+void refuse_outputs_over_inputs(const workbench::AttendOptions& o) {
+  const std::vector<std::pair<const char*, const std::filesystem::path*>> inputs = {
+      {"--x", &o.x},
+      {"--wq", &o.w_q},
+      {"--wk", &o.w_k},
+      {"--wv", &o.w_v},
+      {"--wo", &o.w_o},
+      {"--bq", &o.b_q},
+      {"--bk", &o.b_k},
+      {"--bv", &o.b_v},
+      {"--bo", &o.b_o},
+      {"--kv", &o.kv},
+      {"--key-padding-mask", &o.key_padding_mask},
+      {"--positions", &o.positions},
+      {"--out", &o.out}};
+  auto same = [](const std::filesystem::path& a, const std::filesystem::path& b) {
+    return !a.empty() && !b.empty() &&
+           std::filesystem::weakly_canonical(a) == std::filesystem::weakly_canonical(b);
+  };
+  for (const auto& [output, path] : {std::pair{"--out", &o.out}, {"--attn-out", &o.attn_out}})
+    for (const auto& [input, input_path] : inputs)
+      if (path != input_path && same(*path, *input_path))
+        throw std::invalid_argument(std::string(output) + " " + path->string() + " is also " +
+                                    input +
+                                    "; choose another file, so that no input is overwritten");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,16 +229,15 @@ int main(int argc, char** argv) {
   }
 
   try {
+    refuse_outputs_over_inputs(options);
     const Result result = attend(options);
-    workbench::save_npy_f32(options.out, result.y);
-    if (!options.attn_out.empty()) {
-      try {
-        workbench::save_npy_f32(options.attn_out, result.attn);
-      } catch (...) {
-        std::filesystem::remove(options.out);  // all or nothing
-        throw;
-      }
-    }
+    // All or nothing, and never a file this run did not create: both outputs are written to
+    // temporaries and renamed into place only when both are written.
+    std::vector<std::pair<std::filesystem::path, std::string>> outputs = {
+        {options.out, xt::dump_npy(xt::xarray<float>(result.y))}};
+    if (!options.attn_out.empty())
+      outputs.emplace_back(options.attn_out, xt::dump_npy(xt::xarray<float>(result.attn)));
+    workbench::write_files_atomically(outputs);
     return 0;
   } catch (const minimodel::Todo& e) {
     std::cerr << "workbook attend --impl " << impl << ": " << e.what() << '\n';

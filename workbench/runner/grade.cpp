@@ -9,7 +9,16 @@
 namespace workbook {
 
 int grade(const Context& ctx, bool json) {
-  const std::vector<LabResult> results = run_all(ctx.ws, ctx.labs);
+  // An autograder gets a document in every case: a broken environment (no configured build
+  // folder, no cmake) is reported inside it, with every lab ungraded.
+  std::vector<LabResult> results;
+  std::string error;
+  try {
+    results = run_all(ctx.ws, ctx.labs);
+  } catch (const EnvironmentError& e) {
+    error = e.what();
+    results.assign(ctx.labs.size(), LabResult{});
+  }
   nlohmann::ordered_json report = {{"labs", nlohmann::ordered_json::array()}};
   int passed = 0, total = 0;
   for (std::size_t i = 0; i < ctx.labs.size(); ++i) {
@@ -25,6 +34,7 @@ int grade(const Context& ctx, bool json) {
   report["passed"] = passed;
   report["total"] = total;
   report["score"] = total ? double(passed) / total : 0.0;
+  if (!error.empty()) report["error"] = error;
   if (json) {
     std::cout << report.dump(2) << '\n';
     return kSuccess;
@@ -34,6 +44,7 @@ int grade(const Context& ctx, bool json) {
               << pad(lab["title"].get<std::string>(), title_width(ctx.labs))
               << lab["passed"].get<int>() << "/" << lab["total"].get<int>() << "  "
               << lab["status"].get<std::string>() << '\n';
+  if (!error.empty()) std::cout << ctx.red(error) << '\n';
   std::cout << "score " << passed << "/" << total << '\n';
   return kSuccess;
 }

@@ -161,9 +161,10 @@ int main(int argc, char** argv) {
   CLI::App* grade_cmd = app.add_subcommand("grade",
                                            "Each lab's passed/total tests and a score: what an "
                                            "autograder reads (--json). Always exits 0.");
-  grade_cmd->add_flag("--json", json,
-                      "One JSON document: {labs: [{lab, title, passed, total, status}], passed, "
-                      "total, score}");
+  grade_cmd->add_flag(
+      "--json", json,
+      "One JSON document, in every case: {labs: [{lab, title, passed, total, status}], passed, "
+      "total, score[, error]}");
 
   workbook::DevCheckOptions dev_check_options;
   CLI::App* dev_check_cmd = app.add_subcommand(

@@ -2,6 +2,8 @@
 // Reading a whole file, and the one way every tool writes one: atomically.
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace workbench {
 
@@ -13,5 +15,12 @@ std::string read_file(const std::filesystem::path& path);
 /// of one; on failure `path` is unchanged and the temporary is gone. Creates missing folders.
 /// @throws std::runtime_error naming `path` and the reason.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);
+
+/// Writes several files all or nothing: each content goes to a temporary beside its path, and
+/// only when every one is written are they renamed into place. If a write fails, no path has been
+/// touched and every temporary is gone; nothing that existed before is ever removed.
+/// @throws std::runtime_error naming the path that failed and the reason.
+void write_files_atomically(
+    const std::vector<std::pair<std::filesystem::path, std::string>>& files);
 
 }  // namespace workbench
