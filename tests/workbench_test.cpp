@@ -578,6 +578,67 @@ TEST_F(NpyBoolTest, RejectsOtherDtypesAndTruncatedFiles) {
   }
 }
 
+// A version 1.0 .npy file with `header` (padded with spaces to a multiple of 64) and `data`.
+std::string npy_bytes(std::string header, const std::string& data) {
+  const std::size_t total = 10 + header.size() + 1;
+  header += std::string((64 - total % 64) % 64, ' ') + "\n";
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x01';
+  bytes += '\x00';
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  return bytes + header + data;
+}
+
+TEST_F(NpyIo, RejectsShapesWhoseSizeOverflowsOrExceedsTheFile) {
+  const std::string eight_bytes(8, '\0');
+  for (const auto& [shape, mention] : std::vector<std::pair<std::string, std::string>>{
+           {"(9223372036854775809, 2)", "overflows"},
+           {"(4611686018427387904, 2)", "more than 2^64"},
+           {"(3,)", "needs 12 bytes of data, but 8 follow"},
+           {"(-1, -1)", "is not a size"}}) {
+    SCOPED_TRACE(shape);
+    const fs::path path = dir_ / "bad.npy";
+    workbench::write_file_atomically(
+        path, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }",
+                        eight_bytes));
+    try {
+      workbench::load_npy_f32(path);
+      FAIL() << "loaded";
+    } catch (const workbench::NpyError& e) {
+      EXPECT_NE(std::string(e.what()).find(mention), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.npy"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST_F(NpyIo, ReadsAHeaderOf128BytesOrMore) {
+  // A header length with its high bit set (here 192) is valid and must not be read as negative.
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+  header += std::string(150, ' ');
+  const float values[2] = {1.5f, -2.0f};
+  const fs::path path = dir_ / "long_header.npy";
+  workbench::write_file_atomically(
+      path, npy_bytes(header, std::string(reinterpret_cast<const char*>(values), sizeof values)));
+  const auto loaded = workbench::load_npy_f32(path);
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded(0), 1.5f);
+  EXPECT_EQ(loaded(1), -2.0f);
+}
+
+TEST_F(NpyIo, AHeaderLongerThanTheFileIsRejectedAtOnce) {
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x02';
+  bytes += '\x00';
+  bytes += std::string("\x00\x00\x56\x27", 4);  // 660 MB of header, in a 180-byte file
+  bytes += std::string(168, ' ');
+  const fs::path path = dir_ / "huge_header.npy";
+  workbench::write_file_atomically(path, bytes);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(workbench::load_npy_f32(path), workbench::NpyError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+}
+
 TEST_F(NpyIo, LoadNpyI64ReadsAnInt64File) {
   const xt::xtensor<std::int64_t, 1> positions = {3, 4, -5, 9000000000};
   const fs::path path = dir_ / "positions.npy";

@@ -1,48 +1,130 @@
 #include "tensors/npy_io.hpp"
 
 #include <cstdint>
-#include <fstream>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include <xtensor/xnpy.hpp>
 
 #include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace workbench {
 namespace {
 
-// Reads `path` as a C-order array of T, or throws NpyError naming the file and `expected`.
-// xt::load_npy does not notice a short read, so this reads the file object and checks the stream;
-// cast<> checks the dtype unless `typestrings` lists the accepted ones instead.
+// A .npy file's header, parsed here with unsigned bytes and every size checked against the file,
+// before anything is allocated. (xtensor's own parser reads the header length through a signed
+// char and trusts the shape.) Format: "\x93NUMPY", version, header length (2 bytes in version 1,
+// 4 in versions 2 and 3, little-endian), then a Python dict literal:
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+struct NpyHeader {
+  std::string descr;  // "<f4", "<i8", "|b1", "|u1"
+  std::vector<std::size_t> shape;
+  std::size_t data_offset = 0;  // where the array's bytes start
+};
+
+NpyHeader parse_header(const std::string& bytes, const std::string& name) {
+  const auto fail = [&](const std::string& why) { return NpyError(name + ": " + why); };
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    throw fail("not a .npy file (no \\x93NUMPY magic)");
+  const auto byte = [&](std::size_t i) {
+    return static_cast<std::size_t>(static_cast<unsigned char>(bytes[i]));
+  };
+  const std::size_t major = byte(6);
+  std::size_t length = 0, prefix = 0;
+  if (major == 1) {
+    length = byte(8) | byte(9) << 8;
+    prefix = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) throw fail("file is truncated");
+    length = byte(8) | byte(9) << 8 | byte(10) << 16 | byte(11) << 24;
+    prefix = 12;
+  } else {
+    throw fail("unknown .npy version " + std::to_string(major));
+  }
+  if (length > bytes.size() - prefix)
+    throw fail("file is truncated: its header claims " + std::to_string(length) + " bytes, but " +
+               std::to_string(bytes.size() - prefix) + " follow");
+  const std::string header = bytes.substr(prefix, length);
+
+  NpyHeader parsed;
+  parsed.data_offset = prefix + length;
+  std::smatch m;
+  static const std::regex descr(R"('descr'\s*:\s*'([^']*)')");
+  static const std::regex fortran(R"('fortran_order'\s*:\s*(True|False))");
+  static const std::regex shape(R"('shape'\s*:\s*\(([^)]*)\))");
+  if (!std::regex_search(header, m, descr)) throw fail("the header has no 'descr'");
+  parsed.descr = m[1];
+  if (!std::regex_search(header, m, fortran)) throw fail("the header has no 'fortran_order'");
+  if (m[1] == "True") throw fail("Fortran order is not supported; save it in C order");
+  if (!std::regex_search(header, m, shape)) throw fail("the header has no 'shape'");
+  static const std::regex dimension(R"(^\s*(\d{1,19})\s*$)");
+  std::stringstream dims(m[1].str());
+  for (std::string dim; std::getline(dims, dim, ',');) {
+    if (dim.find_first_not_of(" \t") == std::string::npos) continue;  // "(3,)"
+    std::smatch d;
+    if (!std::regex_match(dim, d, dimension))
+      throw fail("shape entry '" + trim(dim) + "' is not a size");
+    const unsigned long long value = std::stoull(d[1]);
+    if (value > std::numeric_limits<std::size_t>::max())
+      throw fail("shape entry " + d[1].str() + " is too large");
+    parsed.shape.push_back(static_cast<std::size_t>(value));
+  }
+  return parsed;
+}
+
+// Checks that the shape's bytes fit the file (no overflow on the way) and returns the count.
+std::size_t element_count(const NpyHeader& header, std::size_t item_size, std::size_t file_size,
+                          const std::string& name) {
+  std::size_t count = 1;
+  for (const std::size_t dim : header.shape)
+    if (__builtin_mul_overflow(count, dim, &count))
+      throw NpyError(name + ": its shape's element count overflows");
+  std::size_t needed = 0;
+  const bool overflows = __builtin_mul_overflow(count, item_size, &needed);
+  if (overflows || needed > file_size - header.data_offset)
+    throw NpyError(name + ": file is truncated: its shape needs " +
+                   (overflows ? std::string("more than 2^64") : std::to_string(needed)) +
+                   " bytes of data, but " + std::to_string(file_size - header.data_offset) +
+                   " follow");
+  return count;
+}
+
+// Reads `path` as a C-order array of T whose dtype is one of `typestrings`; otherwise throws
+// NpyError naming the file and `expected`. Every byte count is checked before allocating.
 template <class T>
 xt::xarray<T> read_npy(const std::filesystem::path& path, const std::string& expected,
-                       std::initializer_list<const char*> typestrings = {}) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) throw NpyError(path.string() + ": cannot open file");
+                       std::initializer_list<const char*> typestrings) {
+  std::string bytes;
   try {
-    auto file = xt::detail::load_npy_file(stream);
-    if (!stream) throw NpyError(path.string() + ": file is truncated");
-    bool accepted = typestrings.size() == 0;
-    for (const char* typestring : typestrings) accepted |= file.m_typestring == typestring;
-    if (!accepted)
-      throw NpyError(path.string() + ": not " + expected + " (dtype " + file.m_typestring + ")");
-    return xt::xarray<T>(
-        std::move(file).cast<T, xt::layout_type::row_major>(typestrings.size() == 0));
-  } catch (const NpyError&) {
-    throw;
-  } catch (const std::exception& e) {
-    // xtensor says e.g. "Cast error: formats not matching <f8 vs <f4".
-    throw NpyError(path.string() + ": not " + expected + " (" + e.what() + ")");
+    bytes = read_file(path);
+  } catch (const std::exception&) {
+    throw NpyError(path.string() + ": cannot open file");
   }
+  const NpyHeader header = parse_header(bytes, path.string());
+  bool accepted = false;
+  for (const char* typestring : typestrings) accepted |= header.descr == typestring;
+  if (!accepted)
+    throw NpyError(path.string() + ": not " + expected + " (dtype " + header.descr + ")");
+  const std::size_t count = element_count(header, sizeof(T), bytes.size(), path.string());
+  xt::xarray<T> values = xt::xarray<T>::from_shape(header.shape);
+  if (count) std::memcpy(values.data(), bytes.data() + header.data_offset, count * sizeof(T));
+  return values;
 }
 
 }  // namespace
 
 xt::xarray<float> load_npy_f32(const std::filesystem::path& path) {
-  return read_npy<float>(path, "a float32 C-order .npy file");
+  return read_npy<float>(path, "a float32 C-order .npy file", {"<f4"});
 }
 
 xt::xarray<std::int64_t> load_npy_i64(const std::filesystem::path& path) {
-  return read_npy<std::int64_t>(path, "an int64 C-order .npy file");
+  return read_npy<std::int64_t>(path, "an int64 C-order .npy file", {"<i8"});
 }
 
 xt::xarray<bool> load_npy_bool(const std::filesystem::path& path) {
