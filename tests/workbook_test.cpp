@@ -222,6 +222,24 @@ TEST_F(WorkbookAttend, AnOutputThatCannotBeWrittenLeavesEveryFileAsItWas) {
       << "no temporary file is left behind";
 }
 
+TEST_F(WorkbookAttend, RejectsAnEmptySequenceWithRopeInsteadOfCrashing) {
+  const fs::path empty = scratch_ / "empty.npy";
+  workbench::write_file_atomically(empty, xt::dump_npy(xt::xarray<float>::from_shape({0, 8})));
+  expect_rejected(args("mha_batched", {{"--x", empty.string()}, {"--rope-theta", "10000"}}),
+                  "at least one sequence, one token and one feature");
+}
+
+TEST_F(WorkbookAttend, RejectsAPositionTooLargeForAnyRopeTable) {
+  const testing::Fixture f("mha_batched");
+  const std::size_t T = f.array<3>("x").shape(1);
+  xt::xarray<std::int64_t> positions = xt::zeros<std::int64_t>({T});
+  positions(T - 1) = std::int64_t{1} << 62;
+  const fs::path path = scratch_ / "positions.npy";
+  workbench::write_file_atomically(path, xt::dump_npy(positions));
+  expect_rejected(args("mha_batched", {{"--rope-theta", "10000"}, {"--positions", path.string()}}),
+                  "too large for a RoPE table");
+}
+
 TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {
   expect_rejected(args("mha_batched", {{"--impl", "mine"}}), "mine");
 }

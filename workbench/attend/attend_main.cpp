@@ -103,6 +103,9 @@ Result attend(const workbench::AttendOptions& o) {
   const bool batched = x_in.dimension() == 3;
   const Tensor3 x = as_batch(x_in);  // (B, T, d)
   const std::size_t B = x.shape(0), T = x.shape(1), d = x.shape(2);
+  if (B == 0 || T == 0 || d == 0)
+    reject("--x " + o.x.string() + " is " + shape_of(x_in) +
+           "; attention needs at least one sequence, one token and one feature");
   if (d % o.heads != 0)
     reject("--heads " + std::to_string(o.heads) + " does not divide d = " + std::to_string(d) +
            " of X " + shape_of(x_in));
@@ -158,8 +161,14 @@ Result attend(const workbench::AttendOptions& o) {
     if (mask) options.attn_mask = minimodel::as_attn_mask(*mask);
     if (rope) {
       const minimodel::Positions positions = load_positions(o, T);
-      rotary.emplace(o.rope_theta, d / o.heads,
-                     static_cast<std::size_t>(xt::amax(positions)()) + 1);
+      // The table holds every position up to the largest: its bytes must fit in memory at all.
+      const std::size_t largest = static_cast<std::size_t>(xt::amax(positions)());
+      constexpr std::size_t kMaxTableBytes = std::size_t{1} << 32;
+      if (largest >= kMaxTableBytes / (d / o.heads) / sizeof(float))
+        reject("--positions " + o.positions.string() + " holds position " +
+               std::to_string(largest) +
+               ", too large for a RoPE table of 4 GiB at d_head = " + std::to_string(d / o.heads));
+      rotary.emplace(o.rope_theta, d / o.heads, largest + 1);
       options.transform_qk = [&, positions](Tensor4& q, Tensor4& k) {
         q = rotary->apply(q, positions);
         k = rotary->apply(k, positions);
