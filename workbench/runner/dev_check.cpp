@@ -162,10 +162,15 @@ void check_text(const Context& ctx, const Lab& lab, const std::set<std::string>&
                         lab.number + "` runs " + std::to_string(n_tests + 2) + " (" +
                         std::to_string(n_tests) + " tests, the verify program and the build)");
 
+  // Test names quoted in the lab's text, write-up and write-up template exist.
   static const std::regex test_name(R"(`([A-Z][A-Za-z0-9_]*\.[A-Z][A-Za-z0-9_]*)`)");
-  for (const std::string& test : matches(text, test_name))
-    if (!all_tests.count(test) && test.find("::") == std::string::npos)
-      defects.push_back(where + "names the test " + test + ", which no lab's registry entry lists");
+  for (const std::string& file : {lab.text, lab.write_up, lab.experiment + "/README.md"}) {
+    if (!fs::exists(ctx.ws.repo / file)) continue;
+    for (const std::string& test : matches(workbench::read_file(ctx.ws.repo / file), test_name))
+      if (!all_tests.count(test))
+        defects.push_back(file + ": names the test " + test +
+                          ", which no lab's registry entry lists");
+  }
 }
 
 // TEST(Suite, Name) and TEST_F(Suite, Name) in a test file.
