@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -238,6 +239,15 @@ TEST_F(WorkbookAttend, RejectsAPositionTooLargeForAnyRopeTable) {
   workbench::write_file_atomically(path, xt::dump_npy(positions));
   expect_rejected(args("mha_batched", {{"--rope-theta", "10000"}, {"--positions", path.string()}}),
                   "too large for a RoPE table");
+}
+
+TEST_F(WorkbookAttend, RejectsANonFiniteInputNamingTheFileAndTheIndex) {
+  xt::xarray<float> w = testing::Fixture("mha_batched").array<2>("w_k");
+  w(1, 2) = std::numeric_limits<float>::quiet_NaN();
+  const fs::path path = scratch_ / "w_k_nan.npy";
+  workbench::write_file_atomically(path, xt::dump_npy(w));
+  expect_rejected(args("mha_batched", {{"--wk", path.string()}}),
+                  "--wk " + path.string() + " holds nan at (1, 2)");
 }
 
 TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {

@@ -7,9 +7,12 @@
 //   mask) any of them                                        lab 06's MultiheadCrossAttention, with
 //                                                      lab 05's RoPE as its transform_qk
 //   --block                                            lab 04's attention_block around either
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +47,25 @@ struct Result {
 
 [[noreturn]] void reject(const std::string& message) { throw std::invalid_argument(message); }
 
+// Loads a float32 input and rejects a NaN or an infinity, naming the first: one of them would
+// silently turn every output into NaN.
+xt::xarray<float> load_finite(const std::filesystem::path& path, const std::string& flag) {
+  xt::xarray<float> values = workbench::load_npy_f32(path);
+  const auto bad =
+      std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad != values.end()) {
+    const auto index =
+        xt::unravel_index(static_cast<std::size_t>(bad - values.begin()), values.shape());
+    std::string at;
+    for (const auto i : index) at += (at.empty() ? "" : ", ") + std::to_string(i);
+    std::ostringstream value;
+    value << *bad;
+    reject(flag + " " + path.string() + " holds " + value.str() + " at (" + at +
+           "); every input must be finite");
+  }
+  return values;
+}
+
 // A 2-D (rows, d) input becomes a batch of one, (1, rows, d).
 Tensor3 as_batch(const xt::xarray<float>& a) {
   if (a.dimension() == 3) return a;
@@ -52,7 +74,7 @@ Tensor3 as_batch(const xt::xarray<float>& a) {
 
 Tensor2 load_weight(const std::filesystem::path& path, const char* flag, std::size_t d,
                     const xt::xarray<float>& x) {
-  const xt::xarray<float> w = workbench::load_npy_f32(path);
+  const xt::xarray<float> w = load_finite(path, flag);
   if (w.dimension() != 2 || w.shape()[0] != d || w.shape()[1] != d)
     reject(std::string(flag) + " " + path.string() + " is " + shape_of(w) + " but X is " +
            shape_of(x) + ", so it must be (" + std::to_string(d) + ", " + std::to_string(d) + ")");
@@ -62,7 +84,7 @@ Tensor2 load_weight(const std::filesystem::path& path, const char* flag, std::si
 std::optional<Tensor1> load_bias(const std::filesystem::path& path, const char* flag,
                                  std::size_t d) {
   if (path.empty()) return std::nullopt;
-  const xt::xarray<float> b = workbench::load_npy_f32(path);
+  const xt::xarray<float> b = load_finite(path, flag);
   if (b.dimension() != 1 || b.shape()[0] != d)
     reject(std::string(flag) + " " + path.string() + " is " + shape_of(b) + " but must be (" +
            std::to_string(d) + ")");
@@ -97,7 +119,7 @@ minimodel::Positions load_positions(const workbench::AttendOptions& o, std::size
 
 Result attend(const workbench::AttendOptions& o) {
   // 1. Inputs and their shapes.
-  const xt::xarray<float> x_in = workbench::load_npy_f32(o.x);
+  const xt::xarray<float> x_in = load_finite(o.x, "--x");
   if (x_in.dimension() != 2 && x_in.dimension() != 3)
     reject("--x " + o.x.string() + " is " + shape_of(x_in) + " but must be (T, d) or (B, T, d)");
   const bool batched = x_in.dimension() == 3;
@@ -116,7 +138,7 @@ Result attend(const workbench::AttendOptions& o) {
 
   std::optional<Tensor3> kv;  // (B, S, d)
   if (!o.kv.empty()) {
-    const xt::xarray<float> kv_in = workbench::load_npy_f32(o.kv);
+    const xt::xarray<float> kv_in = load_finite(o.kv, "--kv");
     if (kv_in.dimension() != x_in.dimension() || kv_in.shape().back() != d ||
         (batched && kv_in.shape()[0] != B))
       reject(
