@@ -250,6 +250,13 @@ TEST_F(WorkbookAttend, RejectsANonFiniteInputNamingTheFileAndTheIndex) {
                   "--wk " + path.string() + " holds nan at (1, 2)");
 }
 
+TEST_F(WorkbookAttend, RejectsARopeBaseThatIsNotAPositiveFloat32) {
+  for (const char* theta : {"nan", "1e39", "-3", "0", "ten"}) {
+    SCOPED_TRACE(theta);
+    expect_rejected(args("mha_batched", {{"--rope-theta", theta}}), "must be a positive number");
+  }
+}
+
 TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {
   expect_rejected(args("mha_batched", {{"--impl", "mine"}}), "mine");
 }

@@ -2,6 +2,7 @@
 // The options of `workbook attend`, shared by the workbook command (which documents and checks
 // them) and the attend-learner / attend-reference engines (which run them).
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <limits>
@@ -50,9 +51,21 @@ inline void add_attend_options(CLI::App& app, AttendOptions& o) {
   app.add_option(
       "--key-padding-mask", o.key_padding_mask,
       "Keys to ignore (lab 06): numpy bool or uint8 .npy, (S) or (B, S); true = ignored");
+  // CLI::PositiveNumber lets "nan" through (NaN means "no RoPE" here) and a float32 overflow
+  // arrives as "inf": the base must be a positive number that float32 holds.
+  const CLI::Validator positive_float(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !(value > 0.0) ||
+            value > std::numeric_limits<float>::max())
+          return "must be a positive number up to 3.4e38 (float32), got " + text;
+        return "";
+      },
+      "POSITIVE FLOAT");
   app.add_option("--rope-theta", o.rope_theta,
                  "Rotary position embeddings on Q and K with this base, e.g. 10000 (lab 05)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_float);
   app.add_option("--positions", o.positions,
                  "Token positions for --rope-theta: int64 .npy (T); default 0 … T-1");
   app.add_option(
