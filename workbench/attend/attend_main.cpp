@@ -216,20 +216,8 @@ Result attend(const workbench::AttendOptions& o) {
 
 // An output that is one of the inputs (or the other output) would be overwritten: refuse.
 void refuse_outputs_over_inputs(const workbench::AttendOptions& o) {
-  const std::vector<std::pair<const char*, const std::filesystem::path*>> inputs = {
-      {"--x", &o.x},
-      {"--wq", &o.w_q},
-      {"--wk", &o.w_k},
-      {"--wv", &o.w_v},
-      {"--wo", &o.w_o},
-      {"--bq", &o.b_q},
-      {"--bk", &o.b_k},
-      {"--bv", &o.b_v},
-      {"--bo", &o.b_o},
-      {"--kv", &o.kv},
-      {"--key-padding-mask", &o.key_padding_mask},
-      {"--positions", &o.positions},
-      {"--out", &o.out}};
+  auto inputs = workbench::input_paths(o);
+  inputs.emplace_back("--out", &o.out);
   auto same = [](const std::filesystem::path& a, const std::filesystem::path& b) {
     return !a.empty() && !b.empty() &&
            std::filesystem::weakly_canonical(a) == std::filesystem::weakly_canonical(b);

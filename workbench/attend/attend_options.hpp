@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -77,24 +78,30 @@ inline void add_attend_options(CLI::App& app, AttendOptions& o) {
                  "Where to write the attention weights, float32 .npy (H, T, S) or (B, H, T, S)");
 }
 
+/// Every input file option, flag and path (empty when not given).
+inline std::vector<std::pair<const char*, const std::filesystem::path*>> input_paths(
+    const AttendOptions& o) {
+  return {{"--x", &o.x},
+          {"--wq", &o.w_q},
+          {"--wk", &o.w_k},
+          {"--wv", &o.w_v},
+          {"--wo", &o.w_o},
+          {"--bq", &o.b_q},
+          {"--bk", &o.b_k},
+          {"--bv", &o.b_v},
+          {"--bo", &o.b_o},
+          {"--kv", &o.kv},
+          {"--key-padding-mask", &o.key_padding_mask},
+          {"--positions", &o.positions}};
+}
+
 /// The engine's command line for these options.
 inline std::vector<std::string> attend_arguments(const AttendOptions& o) {
-  std::vector<std::string> args = {"--x",   o.x.string(),   "--wq",    o.w_q.string(),
-                                   "--wk",  o.w_k.string(), "--wv",    o.w_v.string(),
-                                   "--wo",  o.w_o.string(), "--heads", std::to_string(o.heads),
-                                   "--out", o.out.string()};
+  std::vector<std::string> args = {"--heads", std::to_string(o.heads), "--out", o.out.string()};
   if (o.causal) args.push_back("--causal");
-  const std::pair<const char*, const std::filesystem::path*> paths[] = {
-      {"--bq", &o.b_q},
-      {"--bk", &o.b_k},
-      {"--bv", &o.b_v},
-      {"--bo", &o.b_o},
-      {"--kv", &o.kv},
-      {"--key-padding-mask", &o.key_padding_mask},
-      {"--positions", &o.positions},
-      {"--attn-out", &o.attn_out}};
-  for (const auto& [flag, path] : paths)
+  for (const auto& [flag, path] : input_paths(o))
     if (!path->empty()) args.insert(args.end(), {flag, path->string()});
+  if (!o.attn_out.empty()) args.insert(args.end(), {"--attn-out", o.attn_out.string()});
   if (!std::isnan(o.rope_theta)) {
     std::ostringstream theta;
     theta << std::setprecision(9) << o.rope_theta;
