@@ -426,6 +426,13 @@ TEST_F(WorkbookScratch, GradeJsonCountsEachLabsTests) {
   EXPECT_NE(list.out.find("00  Attention by hand"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("done"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("1/1 labs done"), std::string::npos) << list.out;
+
+  // The build system was regenerated with lab 00 alone: a verb for lab 01 regenerates it again
+  // instead of reporting "No rule to make target" as a build error.
+  const Outcome lab01 = workbook("check 01");
+  EXPECT_NE(lab01.out.find("not started: Block A of labs/01-multi-head-attention.md"),
+            std::string::npos)
+      << lab01.out;
 }
 
 TEST_F(WorkbookScratch, ResetRestoresTheStubAndKeepsABackup) {

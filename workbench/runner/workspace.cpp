@@ -127,11 +127,18 @@ BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& t
     }
   };
   workbench::CapturedRun run = build();
-  // After labs/labs.json changed, make resolves the target names in its old Makefile before cmake
-  // regenerates it: a lab added since then has "No rule". The regenerated build system has one.
+  // After labs/labs.json changed, make resolves the target names in its old Makefile and stops
+  // with "No rule" before cmake gets to regenerate it. Regenerate, then build once more.
   if (!run.status.ok() && run.output.find("No rule to make target") != std::string::npos) {
-    const workbench::CapturedRun retry = build();
-    run = {retry.status, run.output + retry.output};
+    const workbench::CapturedRun regenerate =
+        workbench::run_captured("cmake", {"-S", ws.repo.string(), "-B", ws.build.string()});
+    run.output += regenerate.output;
+    if (!regenerate.status.ok()) {
+      run.status = regenerate.status;
+    } else {
+      const workbench::CapturedRun retry = build();
+      run = {retry.status, run.output + retry.output};
+    }
   }
   if (shown && overwrite) std::cerr << "\r\033[K" << std::flush;
 
