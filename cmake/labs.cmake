@@ -146,6 +146,7 @@ function(minimodel_lab number)
   minimodel_discover_tests(test-${lab}-learner "${lab}.learner." "learner;${lab}"
                            "${lab}_learner_built")
   minimodel_discover_tests(test-${lab}-reference "${lab}.reference." "reference")
+  add_dependencies(reference-checks test-${lab}-reference verify-${lab}-reference)
   set_tests_properties(${lab}.learner.verify PROPERTIES LABELS "learner;${lab};verify"
                        FIXTURES_REQUIRED ${lab}_learner_built)
   # A learner's tests and verify program always run the current code: ctest rebuilds them first

@@ -95,43 +95,57 @@ std::size_t element_count(const NpyHeader& header, std::size_t item_size, std::s
   return count;
 }
 
-// Reads `path` as a C-order array of T whose dtype is one of `typestrings`; otherwise throws
-// NpyError naming the file and `expected`. Every byte count is checked before allocating.
+// Decodes `bytes` as a C-order array of T whose dtype is one of `typestrings`; otherwise throws
+// NpyError naming `name` and `expected`. Every byte count is checked before allocating.
 template <class T>
-xt::xarray<T> read_npy(const std::filesystem::path& path, const std::string& expected,
-                       std::initializer_list<const char*> typestrings) {
-  std::string bytes;
-  try {
-    bytes = read_file(path);
-  } catch (const std::exception&) {
-    throw NpyError(path.string() + ": cannot open file");
-  }
-  const NpyHeader header = parse_header(bytes, path.string());
+xt::xarray<T> decode_npy(const std::string& bytes, const std::string& name,
+                         const std::string& expected,
+                         std::initializer_list<const char*> typestrings) {
+  const NpyHeader header = parse_header(bytes, name);
   bool accepted = false;
   for (const char* typestring : typestrings) accepted |= header.descr == typestring;
-  if (!accepted)
-    throw NpyError(path.string() + ": not " + expected + " (dtype " + header.descr + ")");
-  const std::size_t count = element_count(header, sizeof(T), bytes.size(), path.string());
+  if (!accepted) throw NpyError(name + ": not " + expected + " (dtype " + header.descr + ")");
+  const std::size_t count = element_count(header, sizeof(T), bytes.size(), name);
   xt::xarray<T> values = xt::xarray<T>::from_shape(header.shape);
   if (count) std::memcpy(values.data(), bytes.data() + header.data_offset, count * sizeof(T));
   return values;
 }
 
+std::string read_npy_file(const std::filesystem::path& path) {
+  try {
+    return read_file(path);
+  } catch (const std::exception&) {
+    throw NpyError(path.string() + ": cannot open file");
+  }
+}
+
 }  // namespace
 
+xt::xarray<float> decode_npy_f32(const std::string& bytes, const std::string& name) {
+  return decode_npy<float>(bytes, name, "a float32 C-order .npy file", {"<f4"});
+}
+
+xt::xarray<std::int64_t> decode_npy_i64(const std::string& bytes, const std::string& name) {
+  return decode_npy<std::int64_t>(bytes, name, "an int64 C-order .npy file", {"<i8"});
+}
+
+xt::xarray<bool> decode_npy_bool(const std::string& bytes, const std::string& name) {
+  // Both dtypes are one byte: read them as uint8, so a byte other than 0 or 1 is simply true.
+  const auto values =
+      decode_npy<std::uint8_t>(bytes, name, "a bool or uint8 C-order .npy file", {"|b1", "|u1"});
+  return xt::not_equal(values, std::uint8_t{0});
+}
+
 xt::xarray<float> load_npy_f32(const std::filesystem::path& path) {
-  return read_npy<float>(path, "a float32 C-order .npy file", {"<f4"});
+  return decode_npy_f32(read_npy_file(path), path.string());
 }
 
 xt::xarray<std::int64_t> load_npy_i64(const std::filesystem::path& path) {
-  return read_npy<std::int64_t>(path, "an int64 C-order .npy file", {"<i8"});
+  return decode_npy_i64(read_npy_file(path), path.string());
 }
 
 xt::xarray<bool> load_npy_bool(const std::filesystem::path& path) {
-  // Both dtypes are one byte: read them as uint8, so a byte other than 0 or 1 is simply true.
-  const auto bytes =
-      read_npy<std::uint8_t>(path, "a bool or uint8 C-order .npy file", {"|b1", "|u1"});
-  return xt::not_equal(bytes, std::uint8_t{0});
+  return decode_npy_bool(read_npy_file(path), path.string());
 }
 
 void save_npy_f32(const std::filesystem::path& path, const xt::xarray<float>& values) {

@@ -33,6 +33,13 @@ xt::xarray<bool> load_npy_bool(const std::filesystem::path& path);
 /// @throws NpyError if the file is missing, not .npy, truncated, or of another dtype or order.
 xt::xarray<std::int64_t> load_npy_i64(const std::filesystem::path& path);
 
+/// The three readers above, on a file's bytes already in memory (the fuzz target's entry point);
+/// `name` stands for the file in messages.
+/// @throws NpyError as the readers do.
+xt::xarray<float> decode_npy_f32(const std::string& bytes, const std::string& name);
+xt::xarray<bool> decode_npy_bool(const std::string& bytes, const std::string& name);
+xt::xarray<std::int64_t> decode_npy_i64(const std::string& bytes, const std::string& name);
+
 /// Writes `values` as float32 .npy, atomically (temporary file, then rename).
 /// @throws NpyError if the file cannot be written.
 void save_npy_f32(const std::filesystem::path& path, const xt::xarray<float>& values);
