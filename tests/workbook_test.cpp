@@ -207,6 +207,16 @@ TEST_F(WorkbookAttend, RefusesAnOutputThatIsAnInputAndLeavesTheInputAlone) {
   expect_rejected(args("mha_batched", {{"--attn-out", out().string()}}), "is also --out");
 }
 
+TEST_F(WorkbookAttend, RejectsAnOutputInAFolderThatDoesNotExistAndCreatesNone) {
+  for (const char* output : {"--out", "--attn-out"}) {
+    SCOPED_TRACE(output);
+    const fs::path missing = scratch_ / "no_such_folder";
+    expect_rejected(args("mha_batched", {{output, (missing / "y.npy").string()}}),
+                    "the folder " + missing.string() + " does not exist");
+    EXPECT_FALSE(fs::exists(missing));
+  }
+}
+
 TEST_F(WorkbookAttend, AnOutputThatCannotBeWrittenLeavesEveryFileAsItWas) {
   // --out already exists; --attn-out is a folder, so it cannot be written: nothing may change,
   // and in particular --out must neither be replaced nor removed.

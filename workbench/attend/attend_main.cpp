@@ -214,20 +214,26 @@ Result attend(const workbench::AttendOptions& o) {
   return {xt::view(y, 0), xt::view(weights, 0)};
 }
 
-// An output that is one of the inputs (or the other output) would be overwritten: refuse.
-void refuse_outputs_over_inputs(const workbench::AttendOptions& o) {
+// An output goes into a folder that exists (a typo in a path creates nothing), and is none of
+// the inputs nor the other output, which it would overwrite.
+void check_outputs(const workbench::AttendOptions& o) {
   auto inputs = workbench::input_paths(o);
   inputs.emplace_back("--out", &o.out);
   auto same = [](const std::filesystem::path& a, const std::filesystem::path& b) {
     return !a.empty() && !b.empty() &&
            std::filesystem::weakly_canonical(a) == std::filesystem::weakly_canonical(b);
   };
-  for (const auto& [output, path] : {std::pair{"--out", &o.out}, {"--attn-out", &o.attn_out}})
+  for (const auto& [output, path] : {std::pair{"--out", &o.out}, {"--attn-out", &o.attn_out}}) {
+    const std::filesystem::path folder = path->parent_path();
+    if (!path->empty() && !folder.empty() && !std::filesystem::is_directory(folder))
+      throw std::invalid_argument(std::string(output) + " " + path->string() + ": the folder " +
+                                  folder.string() + " does not exist; create it first");
     for (const auto& [input, input_path] : inputs)
       if (path != input_path && same(*path, *input_path))
         throw std::invalid_argument(std::string(output) + " " + path->string() + " is also " +
                                     input +
                                     "; choose another file, so that no input is overwritten");
+  }
 }
 
 }  // namespace
@@ -248,7 +254,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    refuse_outputs_over_inputs(options);
+    check_outputs(options);
     const Result result = attend(options);
     // All or nothing, and never a file this run did not create: both outputs are written to
     // temporaries and renamed into place only when both are written.
