@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include <gtest/gtest.h>
 #include <xtensor-blas/xlinalg.hpp>
@@ -31,7 +32,7 @@ constexpr float kTheta = 10000.0f;
 constexpr std::size_t kDHead = 16, kMaxSeqLen = 64;
 
 // A table entry is a double cos or sin rounded once to float: off by at most half an ulp of a
-// number in [-1, 1], 6e-8. A table built from float32 angles is off by up to 7e-7 (pos 63, k 1).
+// number in [-1, 1], 6e-8. A table built from float32 angles is off by up to 8.6e-7 (pos 58, k 1).
 constexpr double kTableTolerance = 1e-7;
 // Rotated components are O(1) numbers with ~3 float32 roundings each (~2e-7 relative); summed over
 // 16 features and pushed through softmax and two projections they stay near 1e-6, so 1e-5 is a
@@ -97,6 +98,10 @@ TEST(RotaryPositionalEmbedding, RejectsABadConfiguration) {
       throws_invalid_argument([] { RotaryPositionalEmbedding(-1.0f, 8, 8); }, {"theta", "-1"}));
   EXPECT_TRUE(
       throws_invalid_argument([] { RotaryPositionalEmbedding(kTheta, 8, 0); }, {"max_seq_len"}));
+  // 2^61 - 1 positions of 4 pairs: 2^63 floats, whose byte count overflows std::size_t.
+  EXPECT_TRUE(throws_invalid_argument(
+      [] { RotaryPositionalEmbedding(kTheta, 8, std::numeric_limits<std::size_t>::max() / 8); },
+      {"max_seq_len", "too large"}));
 }
 
 // ---- Block B: rotate ----------------------------------------------------------------------------

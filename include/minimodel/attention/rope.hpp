@@ -26,7 +26,8 @@ class RotaryPositionalEmbedding {
   /// angle(pos, k) for pos = 0 … max_seq_len − 1; the angles are computed in double, the tables
   /// stored as float.
   /// @throws std::invalid_argument if d_head is 0 or odd, theta <= 0 (or not finite), or
-  ///         max_seq_len is 0; the message names the value.
+  ///         max_seq_len is 0 or so large that the tables' byte count overflows std::size_t;
+  ///         the message names the value.
   RotaryPositionalEmbedding(float theta, std::size_t d_head, std::size_t max_seq_len);
 
   /// Block B. x: (T, d_head), positions: (T) -> (T, d_head). Row t's pair (2k, 2k + 1) becomes

@@ -1,5 +1,6 @@
 // Lab 05 reference: rotary position embeddings (RoPE) and causal self-attention with RoPE.
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -61,8 +62,14 @@ RotaryPositionalEmbedding::RotaryPositionalEmbedding(float theta, std::size_t d_
   }
   if (max_seq_len == 0)
     throw std::invalid_argument("RotaryPositionalEmbedding: max_seq_len must be at least 1");
-
   const std::size_t half = d_head / 2;
+  // max_seq_len · half floats must not overflow std::size_t: a wrapped count allocates a small
+  // table, and the loop below would write far past it.
+  if (max_seq_len > std::numeric_limits<std::size_t>::max() / (half * sizeof(float)))
+    throw std::invalid_argument("RotaryPositionalEmbedding: max_seq_len " +
+                                std::to_string(max_seq_len) + " with d_head " +
+                                std::to_string(d_head) + " makes tables too large to allocate");
+
   cos_ = Tensor2({max_seq_len, half});
   sin_ = Tensor2({max_seq_len, half});
   for (std::size_t k = 0; k < half; ++k) {

@@ -1,6 +1,7 @@
 // Lab 05: rotary position embeddings (RoPE) and causal self-attention with RoPE.
 // Read labs/05-rope.md first. The API and its shapes are in rope.hpp.
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include <xtensor-blas/xlinalg.hpp>
