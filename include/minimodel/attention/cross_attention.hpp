@@ -23,7 +23,7 @@ using BoolTensor3 = xt::xtensor<bool, 3>;
 /// What MultiheadCrossAttention::forward returns. `weights` is empty unless need_weights.
 struct AttentionOutput {
   Tensor3 output;                  ///< (B, T, d_model)
-  std::optional<Tensor4> weights;  ///< (B, H, T, S), after dropout (as PyTorch returns them)
+  std::optional<Tensor4> weights;  ///< (B, H, T, S), per head, after dropout (as torch does)
 };
 
 /// Everything optional that MultiheadCrossAttention::forward takes.
@@ -37,8 +37,9 @@ struct CrossAttentionOptions {
   /// Whether forward returns the attention weights.
   bool need_weights = true;
   /// Applied to the per-head queries (B, H, T, d_head) and keys (B, H, S, d_head) after
-  /// projection, before the scores. Empty: none. This is how a position scheme such as lab 05's
-  /// RoPE plugs in without this lab depending on it. It must not change the shapes.
+  /// projection and biases, before the scores (so a rotated b_k no longer cancels). Empty: none.
+  /// This is how a position scheme such as lab 05's RoPE plugs in without this lab depending on
+  /// it. It must not change the shapes.
   std::function<void(Tensor4& q, Tensor4& k)> transform_qk;
 };
 
@@ -56,10 +57,13 @@ BoolTensor3 removed_keys(const CrossAttentionOptions& options, std::size_t B, st
 
 /// Multi-head attention with separate query, key and value inputs (T queries, S keys), optional
 /// biases, key-padding and additive masks, and dropout on the attention weights: the workbook's
-/// twin of torch.nn.MultiheadAttention(d_model, H, bias, batch_first=True).
+/// twin of torch.nn.MultiheadAttention(d_model, H, bias, batch_first=True). Its weights are per
+/// head, (B, H, T, S), as torch returns them with average_attn_weights=False; torch's default
+/// (true) averages them over the heads to (B, T, S).
 ///
 /// A query whose keys are all removed gets zero weights and a zero context vector, so its output
-/// is b_o (PyTorch returns NaN there).
+/// is b_o. torch 1.13's nn.MultiheadAttention returns NaN there; F.scaled_dot_product_attention
+/// returns zeros from torch 2.5 on.
 class MultiheadCrossAttention {
  public:
   /// Block A. Xavier-uniform: W_Q, W_K, W_V, W_O, each (d_model, d_model), drawn in that order,

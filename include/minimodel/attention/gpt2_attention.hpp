@@ -29,10 +29,11 @@ QKV split_qkv(const Tensor3& fused);
 /// and V, with biases, and c_proj for the output, both in GPT-2's Conv1D layout (x @ W + b).
 class GPT2Attention {
  public:
-  /// Block A. GPT-2's initialisation: draws c_attn_weight (d_model, 3 d_model), then
-  /// c_proj_weight (d_model, d_model), each row-major element by element, from
-  /// std::normal_distribution<float>(0, 1) times 0.02f with one std::mt19937_64(seed);
-  /// both biases are zero.
+  /// Block A. GPT-2's initializer_range, 0.02, for both weights (GPT-2 also divides c_proj's
+  /// standard deviation by sqrt(2 n_layer); this does not): draws c_attn_weight
+  /// (d_model, 3 d_model), then c_proj_weight (d_model, d_model), each row-major element by
+  /// element, from std::normal_distribution<float>(0, 1) times 0.02f with one
+  /// std::mt19937_64(seed); both biases are zero.
   /// @throws std::invalid_argument if n_heads is 0 or does not divide d_model.
   GPT2Attention(std::size_t d_model, std::size_t n_heads, std::uint64_t seed);
 
