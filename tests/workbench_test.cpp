@@ -24,6 +24,7 @@
 #include <xtensor/xtensor_config.hpp>
 
 #include "figures/heatmap.hpp"
+#include "support/checks.hpp"
 #include "support/decoded_png.hpp"
 #include "tensors/npy_io.hpp"
 #include "util/files.hpp"
@@ -674,4 +675,21 @@ TEST_F(NpyIo, LoadNpyI64RejectsATruncatedFile) {
   } catch (const workbench::NpyError& e) {
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
   }
+}
+
+// The lab tests' closeness check: where, by how much, and two values that visibly differ.
+TEST(AllClose, NamesTheWorstIndexAndBothValues) {
+  const xt::xtensor<float, 2> expected = {{1.0f, 2.0f}, {3.0f, 4.0f}};
+  const xt::xtensor<float, 2> actual = {{1.0f, 2.0f}, {3.5f, 4.0f}};
+  EXPECT_EQ(std::string(minimodel::testing::all_close(actual, expected, 0.0).message()),
+            "max |actual - expected| = 0.5 > tolerance 0 at (1, 0): actual 3.5, expected 3");
+  EXPECT_TRUE(minimodel::testing::all_close(actual, expected, 0.5));
+}
+
+TEST(AllClose, ValuesThatDifferPastTheSixthDigitArePrintedInFull) {
+  const xt::xtensor<float, 1> expected = {0.563286f};
+  const xt::xtensor<float, 1> actual = {std::nextafter(0.563286f, 1.0f)};
+  EXPECT_EQ(std::string(minimodel::testing::all_close(actual, expected, 0.0).message()),
+            "max |actual - expected| = 5.96046e-08 > tolerance 0 at (0): actual 0.563286066, "
+            "expected 0.563286006");
 }

@@ -17,9 +17,9 @@
 namespace minimodel::testing {
 
 /// 6 significant digits: enough to see a difference, short enough to read.
-inline std::string short_number(double value) {
+inline std::string short_number(double value, int digits = 6) {
   std::ostringstream out;
-  out << std::setprecision(6) << value;
+  out << std::setprecision(digits) << value;
   return out.str();
 }
 
@@ -45,10 +45,12 @@ template <class A, class E>
   std::ostringstream index;
   const auto multi = xt::unravel_index(at, a.shape());
   for (std::size_t d = 0; d < multi.size(); ++d) index << (d ? ", " : "") << multi[d];
+  // Two floats a few ulps apart look equal at 6 digits; 9 digits tell any two floats apart.
+  const int digits = short_number(a.flat(at)) == short_number(e.flat(at)) ? 9 : 6;
   return ::testing::AssertionFailure()
          << "max |actual - expected| = " << short_number(worst) << " > tolerance "
          << short_number(tolerance) << " at (" << index.str() << "): actual "
-         << short_number(a.flat(at)) << ", expected " << short_number(e.flat(at));
+         << short_number(a.flat(at), digits) << ", expected " << short_number(e.flat(at), digits);
 }
 
 /// Passes when `call` throws std::invalid_argument whose message contains every one of `parts`
