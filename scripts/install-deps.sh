@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config git
   libxtensor-dev xtl-dev libxtensor-blas-dev libopenblas-dev
   libgtest-dev nlohmann-json3-dev libcli11-dev libpugixml-dev clang-format
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev libbenchmark-dev
   libcairo2-dev fonts-dejavu-core
 )
 [[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy)

@@ -12,6 +12,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
@@ -269,6 +270,45 @@ TEST_F(WorkbookAttend, RejectsARopeBaseThatIsNotAPositiveFloat32) {
 
 TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {
   expect_rejected(args("mha_batched", {{"--impl", "mine"}}), "mine");
+}
+
+// `workbook bench` reports what it measured consistently; no time is asserted, only units and
+// the memory every lab 01 call must allocate.
+TEST(WorkbookBench, QuickJsonReportsEveryShapeWithConsistentUnitsAndTheStoredWeights) {
+  const fs::path scratch = fs::temp_directory_path() / "workbook_bench_quick";
+  fs::create_directories(scratch);
+  const fs::path out = scratch / "bench.json";
+  const CommandResult run = workbook(
+      "bench --quick --impl reference --threads 1 --repetitions 2 --json > " + out.string(),
+      scratch);
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  const nlohmann::json report = nlohmann::json::parse(workbench::read_file(out));
+  fs::remove_all(scratch);
+
+  EXPECT_EQ(report.at("machine").at("threads"), 1);
+  std::set<std::pair<std::size_t, bool>> shapes;
+  for (const auto& row : report.at("results")) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row.at("layer"), "lab01");
+    EXPECT_EQ(row.at("implementation"), "reference");
+    ASSERT_FALSE(row.contains("error"));
+    const double T = row.at("T"), d = row.at("d_model"), H = row.at("n_heads");
+    const double ms = row.at("median_ms");
+    EXPECT_GT(ms, 0.0);
+    // GF/s = (8·T·d² + 4·T²·d) / time: the same numbers, in the units the table names.
+    EXPECT_NEAR(row.at("gflops_per_s").get<double>(), (8 * T * d * d + 4 * T * T * d) / (ms * 1e6),
+                1e-9 * (1 + 8 * T * d * d));
+    // Lab 01 keeps the weights (1, H, T, T) of every call: at least that much is allocated.
+    EXPECT_GE(row.at("peak_extra_bytes").get<double>(), 4 * H * T * T);
+    shapes.insert({std::size_t(T), row.at("causal").get<bool>()});
+  }
+  EXPECT_EQ(shapes.size(), 4u) << "two shapes, each causal and not";
+}
+
+TEST(WorkbookBench, RejectsZeroThreads) {
+  const CommandResult run = workbook("bench --threads 0", fs::temp_directory_path());
+  EXPECT_EQ(run.status, 2) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("--threads"), std::string::npos) << run.stderr_text;
 }
 
 }  // namespace

@@ -28,6 +28,15 @@ int reset_lab(const Context& ctx, const std::string& number, bool yes);
 int grade(const Context& ctx, bool json);
 int watch(const Context& ctx, bool poll);
 
+struct BenchOptions {
+  std::string impl = "both";  ///< "reference", "learner" or "both"
+  int threads = 0;            ///< OpenBLAS threads; 0: one per core
+  int repetitions = 5;        ///< the median of this many runs is reported
+  bool quick = false;         ///< two tiny shapes, for tests
+  bool json = false;          ///< one JSON document instead of the table
+};
+int bench(const Context& ctx, const BenchOptions& options);  // bench.cpp
+
 struct DevCheckOptions {
   std::vector<std::string> only_labs;  ///< lab numbers; empty: all
   bool files_only = false;             ///< check the registry against the files; no build

@@ -166,6 +166,30 @@ int main(int argc, char** argv) {
       "One JSON document, in every case: {labs: [{lab, title, passed, total, status}], passed, "
       "total, score[, error]}");
 
+  workbook::BenchOptions bench_options;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench",
+      "Time the labs' attention layers on a suite of shapes (T, d_model, H) from (128, 512, 8) to "
+      "(4096, 512, 8), causal and not, and print median ms, GF/s and the peak heap bytes a call "
+      "allocates. Builds bench-reference and bench-learner first; a layer your code does not "
+      "implement yet is listed as not run. Takes minutes; exits 1 if the reference did not run.");
+  bench_cmd->add_option("--impl", bench_options.impl, "Whose layers are timed")
+      ->check(CLI::IsMember({"reference", "learner", "both"}))
+      ->capture_default_str();
+  bench_cmd
+      ->add_option("--threads", bench_options.threads, "OpenBLAS threads (default: one per core)")
+      ->check(CLI::Range(1, 1024));
+  bench_cmd
+      ->add_option("--repetitions", bench_options.repetitions,
+                   "Runs per benchmark; the median is reported")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  bench_cmd->add_flag("--quick", bench_options.quick,
+                      "Two tiny shapes only (a smoke test, not a measurement)");
+  bench_cmd->add_flag("--json", bench_options.json,
+                      "One JSON document: {machine, results: [{layer, implementation, T, d_model, "
+                      "n_heads, causal, median_ms, gflops_per_s, peak_extra_bytes | error}]}");
+
   workbook::DevCheckOptions dev_check_options;
   CLI::App* dev_check_cmd = app.add_subcommand(
       "dev-check",
@@ -202,6 +226,7 @@ int main(int argc, char** argv) {
     if (*reset_cmd) return workbook::reset_lab(ctx, lab, yes);
     if (*watch_cmd) return workbook::watch(ctx, poll);
     if (*grade_cmd) return workbook::grade(ctx, json);
+    if (*bench_cmd) return workbook::bench(ctx, bench_options);
     if (*dev_check_cmd) {
       for (std::string& number : dev_check_options.only_labs)
         number = ctx.require_lab(number).number;

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Times PyTorch's CPU attention on the shapes `workbook bench` measured, in the same run, and
+prints both side by side with their ratio. Maintainers only (needs Debian's python3-torch:
+scripts/install-deps.sh --fixtures); nothing builds or tests with it.
+
+    /usr/bin/python3 scripts/bench_torch.py [--threads N] [--repetitions R] [--quick]
+
+It first runs `build/bin/workbook bench --json --impl reference` with the same threads, then, per
+shape and causal or not, the median of R timed calls (after one warm-up) of:
+  - torch.nn.MultiheadAttention(d, H).eval(), need_weights=False, with biases (batch_first=True,
+    torch's fast path) and without (batch_first=False: the fast path fails without biases in
+    torch 1.13, pytorch/pytorch#88669);
+  - a plain torch implementation: four matmuls, softmax(Q Kᵀ/√d_head + mask) V per head.
+A ratio above 1 means the workbook's layer is faster.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def median_ms(call, repetitions):
+    call()  # warm-up: first-touch of fresh memory, thread-pool start
+    times = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def plain_attention(x, w_q, w_k, w_v, w_o, n_heads, mask):
+    batch, T, d = x.shape
+    d_head = d // n_heads
+
+    def heads(t):  # (B, T, d) -> (B, H, T, d_head)
+        return t.view(batch, T, n_heads, d_head).transpose(1, 2)
+
+    q, k, v = heads(x @ w_q), heads(x @ w_k), heads(x @ w_v)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(d_head)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    context = torch.softmax(scores, dim=-1) @ v
+    return context.transpose(1, 2).reshape(batch, T, d) @ w_o
+
+
+def time_torch(T, d, H, causal, repetitions):
+    torch.manual_seed(2024)
+    x = torch.randn(1, T, d)
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1) if causal else None
+    times = {}
+    with torch.inference_mode():
+        layer = torch.nn.MultiheadAttention(d, H, batch_first=True).eval()
+        times["torch MHA"] = median_ms(
+            lambda: layer(x, x, x, attn_mask=mask, need_weights=False), repetitions)
+        # Without biases torch 1.13's batch_first fast path fails (pytorch/pytorch#88669): this
+        # one takes the (T, B, d) path, F.multi_head_attention_forward.
+        layer = torch.nn.MultiheadAttention(d, H, bias=False).eval()
+        x_tbd = x.transpose(0, 1)
+        times["torch MHA no bias"] = median_ms(
+            lambda: layer(x_tbd, x_tbd, x_tbd, attn_mask=mask, need_weights=False), repetitions)
+        w = [torch.randn(d, d) / math.sqrt(d) for _ in range(4)]
+        times["plain torch"] = median_ms(lambda: plain_attention(x, *w, H, mask), repetitions)
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1, help="threads for both (default 1)")
+    parser.add_argument("--repetitions", type=int, default=5, help="timed calls per case")
+    parser.add_argument("--quick", action="store_true", help="the tiny shapes of --quick")
+    parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
+    args = parser.parse_args()
+
+    command = [os.path.join(args.build_dir, "bin", "workbook"), "bench", "--json", "--impl",
+               "reference", "--threads", str(args.threads), "--repetitions",
+               str(args.repetitions)] + (["--quick"] if args.quick else [])
+    print("running: " + " ".join(command), file=sys.stderr)
+    workbook = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+
+    torch.set_num_threads(args.threads)
+    print(f"threads {args.threads}, median of {args.repetitions}; torch {torch.__version__}, "
+          f"{workbook['machine']['blas']}")
+    header = f"{'T':>6} {'d_model':>8} {'H':>4} {'causal':>7} {'layer':>20} {'ms':>10} {'ratio':>7}"
+    print(header)
+    ratios = {}
+    for row in workbook["results"]:
+        if "error" in row:
+            continue
+        T, d, H, causal = row["T"], row["d_model"], row["n_heads"], row["causal"]
+        shape = f"{T:>6} {d:>8} {H:>4} {'yes' if causal else 'no':>7}"
+        ours = row["median_ms"]
+        print(f"{shape} {row['layer'] + ' reference':>20} {ours:>10.3f} {'':>7}")
+        for name, ms in time_torch(T, d, H, causal, args.repetitions).items():
+            ratios.setdefault(name, []).append(ms / ours)
+            print(f"{shape} {name:>20} {ms:>10.3f} {ms / ours:>7.2f}")
+    print("ratio = torch ms / workbook ms; above 1: the workbook is faster. Geometric means:")
+    for name, values in ratios.items():
+        print(f"  {name}: {math.exp(statistics.mean(math.log(v) for v in values)):.2f}")
+
+
+if __name__ == "__main__":
+    main()

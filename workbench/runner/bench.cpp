@@ -1,0 +1,184 @@
+// `workbook bench`: time the labs' attention layers on a suite of shapes, with the engine of each
+// implementation (bench-reference, bench-learner: Google Benchmark), and print one table or a
+// JSON document. Times are medians of repetitions in one run; nothing asserts a time.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/report.hpp"
+#include "runner/verbs.hpp"
+#include "util/files.hpp"
+#include "util/process.hpp"
+
+namespace workbook {
+namespace {
+
+// One row of the table: a layer of one implementation on one shape.
+struct Timing {
+  std::string layer, implementation;
+  std::size_t T = 0, d_model = 0, n_heads = 0;
+  bool causal = false;
+  double median_ms = 0, gflops = 0, peak_extra_bytes = 0;
+  std::string error;  ///< why it did not run (a TODO stub), or empty
+};
+
+nlohmann::json to_json(const Timing& t) {
+  nlohmann::json row = {{"layer", t.layer},
+                        {"implementation", t.implementation},
+                        {"T", t.T},
+                        {"d_model", t.d_model},
+                        {"n_heads", t.n_heads},
+                        {"causal", t.causal}};
+  if (!t.error.empty()) {
+    row["error"] = t.error;
+  } else {
+    row["median_ms"] = t.median_ms;
+    row["gflops_per_s"] = t.gflops;
+    row["peak_extra_bytes"] = t.peak_extra_bytes;
+  }
+  return row;
+}
+
+// Google Benchmark's JSON report -> rows: the "median" aggregates, and the runs that failed.
+// The engine names each benchmark after its layer and shape: "lab01/T:128/d_model:512/H:8/causal".
+std::vector<Timing> read_report(const nlohmann::json& report, const std::string& impl) {
+  static const std::regex name_pattern(R"(^(\w+)/T:(\d+)/d_model:(\d+)/H:(\d+)(/causal)?)");
+  std::vector<Timing> rows;
+  for (const auto& run : report.at("benchmarks")) {
+    const bool failed = run.value("error_occurred", false);
+    if (!failed && run.value("aggregate_name", "") != "median") continue;
+    const std::string name = run.at("run_name");
+    std::smatch m;
+    if (!std::regex_search(name, m, name_pattern))
+      throw EnvironmentError("bench-" + impl + " reported a benchmark named " + name);
+    Timing t;
+    t.layer = m[1];
+    t.implementation = impl;
+    t.T = std::stoul(m[2]);
+    t.d_model = std::stoul(m[3]);
+    t.n_heads = std::stoul(m[4]);
+    t.causal = m[5].matched;
+    if (failed) {  // e.g. a learner's TODO stub; reported once per repetition, kept once
+      t.error = run.value("error_message", "failed");
+      const bool seen = std::any_of(rows.begin(), rows.end(), [&](const Timing& row) {
+        return row.layer == t.layer && row.T == t.T && row.d_model == t.d_model &&
+               row.n_heads == t.n_heads && row.causal == t.causal;
+      });
+      if (!seen) rows.push_back(t);
+      continue;
+    }
+    t.median_ms = run.at("real_time").get<double>();  // the engine reports milliseconds
+    t.gflops = run.at("flops").get<double>() / (t.median_ms * 1e6);
+    t.peak_extra_bytes = run.at("peak_extra_bytes").get<double>();
+    rows.push_back(t);
+  }
+  return rows;
+}
+
+std::string fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+void print_table(const Context& ctx, const std::vector<Timing>& rows,
+                 const nlohmann::json& machine) {
+  std::cout << "OpenBLAS threads " << machine.at("threads").dump() << ", "
+            << machine.at("cpus").dump() << " cores, median of " << machine.at("repetitions").dump()
+            << " repetitions (" << machine.value("blas", std::string()) << ")\n";
+  std::printf("%-18s %6s %8s %4s %7s %10s %8s %14s\n", "layer", "T", "d_model", "H", "causal", "ms",
+              "GF/s", "peak extra MiB");
+  for (const Timing& t : rows) {
+    std::printf("%-18s %6zu %8zu %4zu %7s ", (t.layer + " " + t.implementation).c_str(), t.T,
+                t.d_model, t.n_heads, t.causal ? "yes" : "no");
+    if (!t.error.empty())  // a TODO stub's tag says enough: "TODO(lab 01, Block A)"
+      std::cout << ctx.yellow("did not run: " + t.error.substr(0, t.error.rfind("TODO(", 0) == 0
+                                                                      ? t.error.find(')') + 1
+                                                                      : std::string::npos))
+                << '\n';
+    else
+      std::printf("%10s %8s %14s\n", fixed(t.median_ms, 3).c_str(), fixed(t.gflops, 2).c_str(),
+                  fixed(t.peak_extra_bytes / (1024.0 * 1024.0), 2).c_str());
+  }
+  std::cout << "GF/s counts 8·T·d_model² + 4·T²·d_model FLOPs per call, causal or not.\n";
+  std::cout.flush();
+}
+
+}  // namespace
+
+int bench(const Context& ctx, const BenchOptions& options) {
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> impls = {"reference", "learner"};
+  if (options.impl != "both") impls = {options.impl};
+
+  std::vector<Timing> rows;
+  nlohmann::json machine = {{"threads", threads},
+                            {"repetitions", options.repetitions},
+                            {"cpus", std::thread::hardware_concurrency()}};
+  bool reference_ran = true;
+  for (const std::string& impl : impls) {
+    const std::string engine = "bench-" + impl;
+    const BuildResult build = build_targets(ctx.ws, {engine});
+    if (!build.ok) {
+      if (impl == "reference") reference_ran = false;
+      if (!options.json) print_build_error(ctx, build);
+      Timing t;
+      t.layer = "all";
+      t.implementation = impl;
+      t.error = "does not build: " + build.first_error;
+      rows.push_back(t);
+      continue;
+    }
+    const std::filesystem::path report = ctx.ws.build / ("bench-" + impl + ".json");
+    std::vector<std::string> args = {
+        "--threads",
+        std::to_string(threads),
+        "--benchmark_repetitions=" + std::to_string(options.repetitions),
+        "--benchmark_report_aggregates_only=true",
+        "--benchmark_out=" + report.string(),
+        "--benchmark_out_format=json"};
+    if (options.quick) {
+      args.push_back("--quick");
+      args.push_back("--benchmark_min_time=0.01");
+    }
+    // Progress on stderr, one line per finished benchmark, so that stdout stays the result.
+    workbench::CaptureOptions progress;
+    progress.on_line = [&](const std::string& line) {
+      if (line.find("_median ") != std::string::npos) std::cerr << engine << ": " << line << '\n';
+    };
+    std::filesystem::remove(report);
+    const workbench::CapturedRun run =
+        workbench::run_captured(ctx.ws.bin(engine).string(), args, progress);
+    if (!run.status.ok() || !std::filesystem::exists(report))
+      throw EnvironmentError(engine + " failed (" + run.status.describe() + "):\n" + run.output);
+    const nlohmann::json parsed = nlohmann::json::parse(workbench::read_file(report));
+    const nlohmann::json& context = parsed.at("context");
+    machine["blas"] = context.value("blas", "");
+    machine["threads"] = std::stoi(context.value("threads", "0"));
+    machine["mhz_per_cpu"] = context.value("mhz_per_cpu", 0);
+    for (Timing& t : read_report(parsed, impl)) {
+      if (impl == "reference" && !t.error.empty()) reference_ran = false;
+      rows.push_back(std::move(t));
+    }
+  }
+
+  if (options.json) {
+    nlohmann::json document = {{"machine", machine}, {"results", nlohmann::json::array()}};
+    for (const Timing& t : rows) document["results"].push_back(to_json(t));
+    std::cout << document.dump(2) << '\n';
+  } else {
+    print_table(ctx, rows, machine);
+  }
+  return reference_ran ? kSuccess : kNotDone;
+}
+
+}  // namespace workbook
