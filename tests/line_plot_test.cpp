@@ -18,6 +18,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -74,15 +75,57 @@ int longest_row_run(const DecodedPng& img, Rgb8 colour) {
   return longest;
 }
 
-/// The right edge of the plot frame: the right-most column with a long vertical frame-grey run.
-int frame_right(const DecodedPng& img) {
-  int right = -1;
+/// The columns with a long vertical frame-grey run: the left and right edges of the plot frames.
+std::vector<int> frame_columns(const DecodedPng& img) {
+  std::vector<int> columns;
   for (int x = 0; x < img.width(); ++x)
     for (int y = 0, run = 0; y < img.height(); ++y) {
       run = near(img.at(x, y), kFrameGrey, 8) ? run + 1 : 0;
-      if (run > 200) right = x;
+      if (run > 200) {
+        columns.push_back(x);
+        break;
+      }
     }
-  return right;
+  return columns;
+}
+
+/// The right edge of the plot frame: the right-most column with a long vertical frame-grey run.
+int frame_right(const DecodedPng& img) {
+  const std::vector<int> columns = frame_columns(img);
+  return columns.empty() ? -1 : columns.back();
+}
+
+/// The bottom edge of the plot frame: the lowest row with a long horizontal frame-grey run.
+int frame_bottom(const DecodedPng& img) {
+  int bottom = -1;
+  for (int y = 0; y < img.height(); ++y)
+    for (int x = 0, run = 0; x < img.width(); ++x) {
+      run = near(img.at(x, y), kFrameGrey, 8) ? run + 1 : 0;
+      if (run > 200) bottom = y;
+    }
+  return bottom;
+}
+
+/// The columns of the x tick marks: frame grey, 2 px below the frame, between its edges.
+std::vector<int> x_tick_columns(const DecodedPng& img, int left, int right) {
+  std::vector<int> ticks;
+  const int y = frame_bottom(img) + 2;
+  for (int x = left + 1; x < right; ++x)
+    if (near(img.at(x, y), kFrameGrey, 8)) ticks.push_back(x);
+  return ticks;
+}
+
+/// The first and last columns holding a pixel near `colour`; {-1, -1} if there is none.
+std::pair<int, int> column_span(const DecodedPng& img, Rgb8 colour) {
+  std::pair<int, int> span{-1, -1};
+  for (int x = 0; x < img.width(); ++x)
+    for (int y = 0; y < img.height(); ++y)
+      if (near(img.at(x, y), colour)) {
+        if (span.first < 0) span.first = x;
+        span.second = x;
+        break;
+      }
+  return span;
 }
 
 int count_near(const DecodedPng& img, Rgb8 colour, int x_from) {
@@ -143,6 +186,30 @@ void expect_invalid(const std::function<void()>& render, const fs::path& png,
 void expect_invalid(const workbench::LinePlot& plot, const fs::path& png,
                     std::initializer_list<const char*> words) {
   expect_invalid([&] { render_line_plot(png, plot); }, png, words);
+}
+
+/// Draws a flat series at `xs` on a log x axis and checks its x ticks: `count` of them, evenly
+/// spaced (powers of a base on a log axis), the end ones on the end markers, and as far from the
+/// frame on the left as on the right (the axis is the data range plus a margin, not grown).
+void expect_even_log_x_ticks_on_the_data(const fs::path& png, const std::vector<double>& xs,
+                                         std::size_t count) {
+  SCOPED_TRACE(png.filename().string());
+  workbench::LinePlot plot;
+  plot.series = {{xs, std::vector<double>(xs.size(), 1.0), ""}};
+  plot.log_x = true;
+  render_line_plot(png, plot);
+  const DecodedPng img(png);
+  ASSERT_EQ(img.status(), CAIRO_STATUS_SUCCESS);
+  const std::vector<int> frame = frame_columns(img);
+  ASSERT_EQ(frame.size(), 2u) << "no plot frame found";
+  const std::vector<int> ticks = x_tick_columns(img, frame.front(), frame.back());
+  ASSERT_EQ(ticks.size(), count);
+  for (std::size_t i = 2; i < ticks.size(); ++i)
+    EXPECT_NEAR(ticks[i] - ticks[i - 1], ticks[1] - ticks[0], 1) << "gap before tick " << i;
+  const auto [left, right] = column_span(img, kBlue);
+  EXPECT_NEAR(ticks.front(), left + 3.5, 2.5) << "the first tick is not on the first marker";
+  EXPECT_NEAR(ticks.back(), right - 3.5, 2.5) << "the last tick is not on the last marker";
+  EXPECT_NEAR(left - frame.front(), frame.back() - right, 2) << "the axis is not the data range";
 }
 
 /// For each image column, the mean row of the pixels near `colour`; NaN where there are none.
@@ -338,6 +405,52 @@ TEST(LinePlot, LogYRendersDataWithinOneDecadeAndConstantData) {
   EXPECT_EQ(DecodedPng(dir / "constant.png").status(), CAIRO_STATUS_SUCCESS);
 }
 
+TEST(LinePlot, LogXAndLogYDrawAPowerLawAsAStraightLine) {
+  const TempDir dir;
+  workbench::LinePlot plot;
+  std::vector<double> x, y;
+  for (double v = 1; v <= 1024; v *= 2) {
+    x.push_back(v);
+    y.push_back(v * v);
+  }
+  plot.series = {{x, y, ""}};
+  plot.log_x = true;
+  plot.log_y = true;
+  render_line_plot(dir / "log_log.png", plot);
+  plot.log_x = false;
+  render_line_plot(dir / "log_y.png", plot);
+  plot.log_x = true;
+  plot.log_y = false;
+  render_line_plot(dir / "log_x.png", plot);
+
+  const DecodedPng log_log(dir / "log_log.png");
+  ASSERT_EQ(log_log.status(), CAIRO_STATUS_SUCCESS);
+  EXPECT_LT(max_distance_from_straight_line(mean_rows(log_log, kBlue)), 2.0);
+  for (const char* one_log : {"log_y.png", "log_x.png"})
+    EXPECT_GT(max_distance_from_straight_line(mean_rows(DecodedPng(dir / one_log), kBlue)), 20.0)
+        << one_log << ": the check cannot tell a curve from a line";
+}
+
+TEST(LinePlot, LogXTicksArePowersOfTwoOnTheDataWhenItSpansFewerThanThreeDecades) {
+  // T = 128 ... 16384: 1024 and 1e+03 would be 3 px apart, so powers of two replace the decades.
+  const TempDir dir;
+  expect_even_log_x_ticks_on_the_data(dir / "two_decades.png",
+                                      {128, 256, 512, 1024, 2048, 4096, 8192, 16384}, 8);
+  expect_even_log_x_ticks_on_the_data(dir / "under_a_decade.png", {8, 16, 32, 64}, 4);
+}
+
+TEST(LinePlot, LogXTicksAreDecadesWithAMinorGridWhenTheDataSpansFiveDecades) {
+  const TempDir dir;
+  const fs::path png = dir / "five_decades.png";
+  expect_even_log_x_ticks_on_the_data(png, {1, 10, 100, 1e3, 1e4, 1e5}, 6);
+  // 2..9 times each decade: a fainter vertical line, in a row of the plot area clear of the data.
+  const DecodedPng img(png);
+  const int y = frame_bottom(img) - 10;
+  int minor = 0;
+  for (int x = 0; x < img.width(); ++x) minor += near(img.at(x, y), {237, 237, 237}, 2) ? 1 : 0;
+  EXPECT_GE(minor, 5 * 8) << "fewer minor grid lines than 8 a decade";
+}
+
 TEST(LinePlot, ASinglePointIsDrawnAsAMarker) {
   const TempDir dir;
   workbench::LinePlot plot;
@@ -426,6 +539,25 @@ TEST(LinePlot, RejectsLogYWithAYAtOrBelowZero) {
   plot.log_y = false;
   const fs::path png = dir / "linear.png";
   EXPECT_NO_THROW(render_line_plot(png, plot)) << "y <= 0 is fine on a linear axis";
+}
+
+TEST(LinePlot, RejectsLogXWithAnXAtOrBelowZeroNamingIt) {
+  const TempDir dir;
+  workbench::LinePlot plot = norm_plot();  // layers from 0
+  plot.log_x = true;
+  expect_invalid(plot, dir / "plot.png", {"log_x", "series 0", "\"post-LN\"", "x[0] = 0"});
+  plot.series[0].x[0] = 0.5;
+  plot.series[1].x[0] = -2;
+  expect_invalid(plot, dir / "plot.png", {"log_x", "series 1", "\"pre-LN\"", "x[0] = -2"});
+  plot.log_x = false;
+  const fs::path png = dir / "linear.png";
+  EXPECT_NO_THROW(render_line_plot(png, plot)) << "x <= 0 is fine on a linear axis";
+
+  std::vector<workbench::LinePlot> plots = {offset_plot("head 0"), offset_plot("head 1")};
+  plots[1].log_x = true;  // offsets from -16
+  const fs::path side_by_side = dir / "plots.png";
+  expect_invalid([&] { render_line_plots(side_by_side, "two", plots); }, side_by_side,
+                 {"render_line_plots", "plot 1", "\"head 1\"", "log_x", "x[0] = -16"});
 }
 
 TEST(LinePlot, SideBySideRejectsNoPlotsAndNamesTheInvalidPlot) {

@@ -75,6 +75,11 @@ std::string series_name(const LineSeries& s, std::size_t i) {
   return name;
 }
 
+/// "x[3] = 0", for messages.
+std::string value_at(const std::string& axis, std::size_t j, double v) {
+  return axis + "[" + std::to_string(j) + "] = " + number(v);
+}
+
 /// `where` starts every message: "render_line_plot: " or "render_line_plots: plot 1 (...): ".
 void validate(const LinePlot& plot, const std::string& where) {
   if (plot.series.empty()) throw std::invalid_argument(where + "no series to draw");
@@ -87,14 +92,15 @@ void validate(const LinePlot& plot, const std::string& where) {
       throw std::invalid_argument(where + name + " has " + std::to_string(s.x.size()) +
                                   " x values but " + std::to_string(s.y.size()) + " y values");
     for (std::size_t j = 0; j < s.x.size(); ++j) {
-      for (const auto& [axis, v] : {std::pair{"x", s.x[j]}, std::pair{"y", s.y[j]}}) {
+      for (const auto& [axis, v, log] :
+           {std::tuple{"x", s.x[j], plot.log_x}, std::tuple{"y", s.y[j], plot.log_y}}) {
         if (!std::isfinite(v))
-          throw std::invalid_argument(where + name + " has " + axis + "[" + std::to_string(j) +
-                                      "] = " + number(v) + "; every value must be finite");
+          throw std::invalid_argument(where + name + " has " + value_at(axis, j, v) +
+                                      "; every value must be finite");
+        if (log && v <= 0)
+          throw std::invalid_argument(where + "log_" + axis + " needs every " + axis +
+                                      " > 0, but " + name + " has " + value_at(axis, j, v));
       }
-      if (plot.log_y && s.y[j] <= 0)
-        throw std::invalid_argument(where + "log_y needs every y > 0, but " + name + " has y[" +
-                                    std::to_string(j) + "] = " + number(s.y[j]));
     }
   }
 }
@@ -107,7 +113,7 @@ struct Axis {
   double lo = 0, hi = 1;
   std::vector<double> ticks;  // labelled, with a grid line
   std::vector<std::string> labels;
-  std::vector<double> minor_ticks;  // log axis: 2..9 times a power of ten, a fainter grid line
+  std::vector<double> minor_ticks;  // decade ticks: 2..9 times a power of ten, a fainter grid line
 
   double unit(double v) const { return log ? std::log10(v) : v; }
   double fraction(double u) const { return (u - lo) / (hi - lo); }  // of the range, for a unit
@@ -134,31 +140,62 @@ Axis linear_axis(double lo, double hi, bool integers) {
   return axis;
 }
 
+/// The first and last k whose power base^k lies inside the range of a log axis, `step` =
+/// log10(base) units apart; the tolerance keeps a power that sits on an end up to rounding.
+std::pair<double, double> powers_inside(const Axis& axis, double step) {
+  return {std::ceil(axis.lo / step - 1e-9), std::floor(axis.hi / step + 1e-9)};
+}
+
+/// Grows the range of a log axis to the nearer of the next powers of `base` until it holds two,
+/// so that there are always two labelled ticks to read the scale from.
+void grow_to_two_powers(Axis& axis, double base) {
+  const double step = std::log10(base);
+  for (;;) {
+    const auto [first, last] = powers_inside(axis, step);
+    if (last - first >= 1) return;
+    if (axis.lo - (first - 1) * step <= (last + 1) * step - axis.hi)
+      axis.lo = (first - 1) * step;
+    else
+      axis.hi = (last + 1) * step;
+  }
+}
+
+/// Labelled ticks at the powers base^k, k >= least, inside the range of a log axis: every power,
+/// or every 2nd, 5th, 10th, 20th, ... when there would be more than kMostLogTicks. Each label is
+/// `format` applied to the power. Returns the powers between ticks.
+double add_power_ticks(Axis& axis, double base, double least, const char* format) {
+  const double step = std::log10(base);
+  auto [first, last] = powers_inside(axis, step);
+  first = std::max(first, least);
+  double every = 1;
+  for (int i = 0; (last - first) / every + 1 > kMostLogTicks; ++i) every *= i % 3 == 1 ? 2.5 : 2;
+  char buf[32];
+  for (double k = std::ceil(first / every) * every; k <= last; k += every) {
+    axis.ticks.push_back(k * step);
+    std::snprintf(buf, sizeof buf, format, std::pow(base, k));
+    axis.labels.emplace_back(buf);
+  }
+  return every;
+}
+
 /// Decade ticks labelled 1e-02, 1e-01, ...: every decade, or every 2nd, 5th, 10th, ... when there
-/// are many. A range with fewer than two decades grows to the nearest ones, so that there are
-/// always two labelled ticks to read the scale from.
-Axis log_axis(double lo, double hi) {
+/// are many, and a range with fewer than two decades grows to the nearest ones. With `doublings`,
+/// a range of data >= 1 with fewer than three decades gets powers of two instead: 128, ..., 16384.
+Axis log_axis(double lo, double hi, bool doublings) {
   Axis axis;
   axis.log = true;
   std::tie(axis.lo, axis.hi) = padded(std::log10(lo), std::log10(hi), 0.5);
-  auto first = [&] { return std::ceil(axis.lo - 1e-9); };
-  auto last = [&] { return std::floor(axis.hi + 1e-9); };
-  while (last() - first() < 1) {  // grow to the nearer of the next decades
-    if (axis.lo - (first() - 1) <= (last() + 1) - axis.hi)
-      axis.lo = first() - 1;
-    else
-      axis.hi = last() + 1;
+  // Powers of two rather than 2 and 5 times a decade: the main use, x = T from 128 to 16384, puts
+  // its points on them, and each tick doubles x, so y = T^2 visibly climbs 4x a tick. They replace
+  // the decade labels, as every decade lies within 0.15 decades of one (1e+03 at 1024).
+  const auto [first_decade, last_decade] = powers_inside(axis, 1);
+  if (doublings && lo >= 1 && last_decade - first_decade < 2) {
+    grow_to_two_powers(axis, 2);
+    add_power_ticks(axis, 2, 0, "%.0f");
+    return axis;
   }
-  double every = 1;  // decades between ticks: 1, 2, 5, 10, 20, 50, ...
-  for (int i = 0; (last() - first()) / every + 1 > kMostLogTicks; ++i)
-    every *= i % 3 == 1 ? 2.5 : 2;
-  char buf[32];
-  for (double k = std::ceil(first() / every) * every; k <= last(); k += every) {
-    axis.ticks.push_back(k);
-    std::snprintf(buf, sizeof buf, "%.0e", std::pow(10.0, k));
-    axis.labels.emplace_back(buf);
-  }
-  if (every == 1) {
+  grow_to_two_powers(axis, 10);
+  if (add_power_ticks(axis, 10, -std::numeric_limits<double>::infinity(), "%.0e") == 1) {
     for (double k = std::floor(axis.lo); k < axis.hi; ++k)
       for (int m = 2; m <= 9; ++m) {
         const double u = k + std::log10(m);
@@ -168,25 +205,30 @@ Axis log_axis(double lo, double hi) {
   return axis;
 }
 
-bool is_whole(double v) { return std::floor(v) == v; }
+/// The values of one axis over all series.
+struct DataRange {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  bool whole = true;  // every value a whole number
 
-std::pair<Axis, Axis> make_axes(const LinePlot& plot) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  double x_lo = kInf, x_hi = -kInf, y_lo = kInf, y_hi = -kInf;
-  bool whole_x = true;
-  for (const LineSeries& s : plot.series) {
-    for (double x : s.x) {
-      x_lo = std::min(x_lo, x);
-      x_hi = std::max(x_hi, x);
-      whole_x = whole_x && is_whole(x);
-    }
-    for (double y : s.y) {
-      y_lo = std::min(y_lo, y);
-      y_hi = std::max(y_hi, y);
+  void add(const std::vector<double>& values) {
+    for (double v : values) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      whole = whole && std::floor(v) == v;
     }
   }
-  return {linear_axis(x_lo, x_hi, whole_x),
-          plot.log_y ? log_axis(y_lo, y_hi) : linear_axis(y_lo, y_hi, false)};
+};
+
+/// Whole-number and power-of-two ticks are for x (layers, T); y gets the plain ones.
+std::pair<Axis, Axis> make_axes(const LinePlot& plot) {
+  DataRange x, y;
+  for (const LineSeries& s : plot.series) {
+    x.add(s.x);
+    y.add(s.y);
+  }
+  return {plot.log_x ? log_axis(x.lo, x.hi, true) : linear_axis(x.lo, x.hi, x.whole),
+          plot.log_y ? log_axis(y.lo, y.hi, false) : linear_axis(y.lo, y.hi, false)};
 }
 
 // --- Layout -------------------------------------------------------------------------------------
@@ -332,16 +374,21 @@ Layout make_layout(cairo_t* cr, const std::string& figure_title, const std::vect
 
 // --- Drawing ------------------------------------------------------------------------------------
 
-void draw_grid(cairo_t* cr, const Panel& p) {
+/// Adds grid lines across the plot area at units `xs` of the x axis and `ys` of the y axis.
+void add_grid_lines(cairo_t* cr, const Panel& p, const std::vector<double>& xs,
+                    const std::vector<double>& ys) {
   const Box& a = p.area;
+  for (double u : xs) draw_line(cr, crisp(p.x_at(u)), a.top, crisp(p.x_at(u)), a.bottom());
+  for (double u : ys) draw_line(cr, a.left, crisp(p.y_at(u)), a.right(), crisp(p.y_at(u)));
+}
+
+void draw_grid(cairo_t* cr, const Panel& p) {
   cairo_set_line_width(cr, 1);
   set_source(cr, kMinorGrid);
-  for (double u : p.y.minor_ticks)
-    draw_line(cr, a.left, crisp(p.y_at(u)), a.right(), crisp(p.y_at(u)));
+  add_grid_lines(cr, p, p.x.minor_ticks, p.y.minor_ticks);
   cairo_stroke(cr);
   set_source(cr, kGrid);
-  for (double u : p.x.ticks) draw_line(cr, crisp(p.x_at(u)), a.top, crisp(p.x_at(u)), a.bottom());
-  for (double u : p.y.ticks) draw_line(cr, a.left, crisp(p.y_at(u)), a.right(), crisp(p.y_at(u)));
+  add_grid_lines(cr, p, p.x.ticks, p.y.ticks);
   cairo_stroke(cr);
 }
 
