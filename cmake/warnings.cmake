@@ -8,7 +8,7 @@ endif()
 
 # xtensor + xtensor-blas on OpenBLAS: everything that touches tensors links this.
 add_library(minimodel_tensor INTERFACE)
-target_link_libraries(minimodel_tensor INTERFACE xtensor xtensor-blas BLAS::BLAS)
+target_link_libraries(minimodel_tensor INTERFACE xtensor xtensor-blas xsimd BLAS::BLAS)
 if(MINIMODEL_NATIVE)
   target_compile_options(minimodel_tensor INTERFACE -march=native)
 endif()

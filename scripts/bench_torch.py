@@ -22,8 +22,6 @@ import subprocess
 import sys
 import time
 
-import torch
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -79,6 +77,11 @@ def main():
     parser.add_argument("--quick", action="store_true", help="the tiny shapes of --quick")
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     args = parser.parse_args()
+    # Torch's own threads and those of the BLAS beneath it, both fixed before torch loads.
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = str(args.threads)
+    global torch
+    import torch
 
     command = [os.path.join(args.build_dir, "bin", "workbook"), "bench", "--json", "--impl",
                "reference", "--threads", str(args.threads), "--repetitions",
@@ -89,22 +92,30 @@ def main():
     torch.set_num_threads(args.threads)
     print(f"threads {args.threads}, median of {args.repetitions}; torch {torch.__version__}, "
           f"{workbook['machine']['blas']}")
-    header = f"{'T':>6} {'d_model':>8} {'H':>4} {'causal':>7} {'layer':>20} {'ms':>10} {'ratio':>7}"
-    print(header)
-    ratios = {}
+    # The workbook's layers per shape: {(T, d, H, causal): {"lab01": ms, "lab07": ms}}.
+    shapes = {}
     for row in workbook["results"]:
-        if "error" in row:
-            continue
-        T, d, H, causal = row["T"], row["d_model"], row["n_heads"], row["causal"]
+        if "error" not in row:
+            key = (row["T"], row["d_model"], row["n_heads"], row["causal"])
+            shapes.setdefault(key, {})[row["layer"]] = row["median_ms"]
+    layers = sorted({layer for timings in shapes.values() for layer in timings})
+    print(f"{'T':>6} {'d_model':>8} {'H':>4} {'causal':>7} {'layer':>20} {'ms':>10} "
+          + " ".join(f"{'vs ' + layer:>9}" for layer in layers))
+    ratios = {}  # (torch variant, workbook layer) -> [torch ms / workbook ms]
+    for (T, d, H, causal), ours in shapes.items():
         shape = f"{T:>6} {d:>8} {H:>4} {'yes' if causal else 'no':>7}"
-        ours = row["median_ms"]
-        print(f"{shape} {row['layer'] + ' reference':>20} {ours:>10.3f} {'':>7}")
+        for layer in layers:
+            print(f"{shape} {layer + ' reference':>20} {ours[layer]:>10.3f}")
         for name, ms in time_torch(T, d, H, causal, args.repetitions).items():
-            ratios.setdefault(name, []).append(ms / ours)
-            print(f"{shape} {name:>20} {ms:>10.3f} {ms / ours:>7.2f}")
-    print("ratio = torch ms / workbook ms; above 1: the workbook is faster. Geometric means:")
-    for name, values in ratios.items():
-        print(f"  {name}: {math.exp(statistics.mean(math.log(v) for v in values)):.2f}")
+            for layer in layers:
+                ratios.setdefault((name, layer), []).append(ms / ours[layer])
+            print(f"{shape} {name:>20} {ms:>10.3f} "
+                  + " ".join(f"{ms / ours[layer]:>9.2f}" for layer in layers))
+    print("ratio = torch ms / workbook ms; above 1: the workbook's layer is faster. "
+          "Geometric means over the shapes:")
+    for (name, layer), values in ratios.items():
+        geometric_mean = math.exp(statistics.mean(math.log(v) for v in values))
+        print(f"  {name} vs {layer}: {geometric_mean:.2f}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -60,6 +61,9 @@ class WorkbookAttend : public ::testing::Test {
     return fs::path(MINIMODEL_FIXTURES_DIR) / name;
   }
 
+  // As a flag's value in args(): leave the flag out.
+  static constexpr const char* kLeftOut = "<left out>";
+
   // The attend arguments for fixture `name`; `replace` swaps a flag's value, e.g. {{"--x", path}}.
   std::string args(const std::string& name,
                    const std::map<std::string, std::string>& replace = {}) const {
@@ -75,7 +79,8 @@ class WorkbookAttend : public ::testing::Test {
         {"--heads", std::to_string(testing::Fixture(name).meta().at("n_heads").get<int>())}};
     for (const auto& [flag, value] : replace) flags[flag] = value;
     std::string line = "attend";
-    for (const auto& [flag, value] : flags) line += " " + flag + (value.empty() ? "" : " " + value);
+    for (const auto& [flag, value] : flags)
+      if (value != kLeftOut) line += " " + flag + (value.empty() ? "" : " " + value);
     return line;
   }
 
@@ -123,6 +128,24 @@ TEST_F(WorkbookAttend, MatchesTorchCausal) {
   const testing::Fixture expected("mha_causal");
   EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"),
                         testing::kTorchTolerance));
+}
+
+TEST_F(WorkbookAttend, WithoutAttnOutTheEfficientLayerMatchesTorchAndWritesNoWeights) {
+  for (const char* name : {"mha_batched", "mha_unbatched", "mha_causal"}) {
+    SCOPED_TRACE(name);
+    const testing::Fixture expected(name);
+    std::map<std::string, std::string> flags = {{"--attn-out", kLeftOut}};
+    if (expected.meta().at("causal").get<bool>()) flags["--causal"] = "";
+    const CommandResult run = workbook(args(name, flags), scratch_);
+    ASSERT_EQ(run.status, 0) << run.stderr_text;
+    const xt::xarray<float> y = xt::load_npy<float>(out().string());
+    if (expected.rank("y") == 2)
+      EXPECT_TRUE(all_close(y, expected.array<2>("y"), testing::kTorchTolerance));
+    else
+      EXPECT_TRUE(all_close(y, expected.array<3>("y"), testing::kTorchTolerance));
+    EXPECT_FALSE(fs::exists(attn()));
+    fs::remove(out());
+  }
 }
 
 TEST_F(WorkbookAttend, KvEqualToXGivesSelfAttention) {
@@ -286,10 +309,9 @@ TEST(WorkbookBench, QuickJsonReportsEveryShapeWithConsistentUnitsAndTheStoredWei
   fs::remove_all(scratch);
 
   EXPECT_EQ(report.at("machine").at("threads"), 1);
-  std::set<std::pair<std::size_t, bool>> shapes;
+  std::set<std::tuple<std::string, std::size_t, bool>> runs;
   for (const auto& row : report.at("results")) {
     SCOPED_TRACE(row.dump());
-    EXPECT_EQ(row.at("layer"), "lab01");
     EXPECT_EQ(row.at("implementation"), "reference");
     ASSERT_FALSE(row.contains("error"));
     const double T = row.at("T"), d = row.at("d_model"), H = row.at("n_heads");
@@ -299,10 +321,12 @@ TEST(WorkbookBench, QuickJsonReportsEveryShapeWithConsistentUnitsAndTheStoredWei
     EXPECT_NEAR(row.at("gflops_per_s").get<double>(), (8 * T * d * d + 4 * T * T * d) / (ms * 1e6),
                 1e-9 * (1 + 8 * T * d * d));
     // Lab 01 keeps the weights (1, H, T, T) of every call: at least that much is allocated.
-    EXPECT_GE(row.at("peak_extra_bytes").get<double>(), 4 * H * T * T);
-    shapes.insert({std::size_t(T), row.at("causal").get<bool>()});
+    if (row.at("layer") == "lab01") {
+      EXPECT_GE(row.at("peak_extra_bytes").get<double>(), 4 * H * T * T);
+    }
+    runs.insert({row.at("layer"), std::size_t(T), row.at("causal").get<bool>()});
   }
-  EXPECT_EQ(shapes.size(), 4u) << "two shapes, each causal and not";
+  EXPECT_EQ(runs.size(), 8u) << "labs 01 and 07, two shapes each, causal and not";
 }
 
 TEST(WorkbookBench, RejectsZeroThreads) {

@@ -25,6 +25,7 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/attention_block.hpp"
 #include "minimodel/attention/cross_attention.hpp"
+#include "minimodel/attention/efficient_attention.hpp"
 #include "minimodel/attention/rope.hpp"
 #include "minimodel/implementation.hpp"
 #include "minimodel/shapes.hpp"
@@ -158,9 +159,13 @@ Result attend(const workbench::AttendOptions& o) {
         "it cannot be combined with --kv");
   if (!o.positions.empty() && !rope) reject("--positions needs --rope-theta");
 
-  // 2. The attention: lab 01's layer, or lab 06's when a lab 05/06 feature is asked for.
-  const auto mask = o.causal ? std::optional<Tensor2>(minimodel::causal_mask(T)) : std::nullopt;
-  Tensor4 weights;  // (B, H, T, S) of the last call
+  // 2. The attention: lab 07's efficient layer when no weights are asked for, lab 01's when they
+  //    are, or lab 06's when a lab 05/06 feature is asked for. Only the latter two build the
+  //    (T, T) causal mask, and keep (B, H, T, S) weights.
+  const auto causal_mask = [&] {
+    return o.causal ? std::optional<Tensor2>(minimodel::causal_mask(T)) : std::nullopt;
+  };
+  Tensor4 weights;  // (B, H, T, S) of the last call; empty from lab 07's layer
   std::function<Tensor3(const Tensor3&)> attention;
   std::optional<minimodel::MultiHeadAttention> mha;
   std::optional<minimodel::MultiheadCrossAttention> cross;
@@ -168,9 +173,12 @@ Result attend(const workbench::AttendOptions& o) {
   minimodel::CrossAttentionOptions options;
   const bool general = !o.b_q.empty() || !o.b_k.empty() || !o.b_v.empty() || !o.b_o.empty() || kv ||
                        !o.key_padding_mask.empty() || rope;
-  if (!general) {
+  if (!general && o.attn_out.empty()) {
     mha.emplace(w_q, w_k, w_v, w_o, o.heads);
-    attention = [&](const Tensor3& h) {
+    attention = [&](const Tensor3& h) { return minimodel::efficient_forward(*mha, h, o.causal); };
+  } else if (!general) {
+    mha.emplace(w_q, w_k, w_v, w_o, o.heads);
+    attention = [&, mask = causal_mask()](const Tensor3& h) {
       Tensor3 y = mha->forward(h, mask);
       weights = mha->attention_weights();
       return y;
@@ -180,7 +188,8 @@ Result attend(const workbench::AttendOptions& o) {
                   load_bias(o.b_v, "--bv", d), load_bias(o.b_o, "--bo", d), o.heads);
     if (!o.key_padding_mask.empty())
       options.key_padding_mask = load_padding(o.key_padding_mask, kv ? *kv : x, batched);
-    if (mask) options.attn_mask = minimodel::as_attn_mask(*mask);
+    if (const auto mask = causal_mask()) options.attn_mask = minimodel::as_attn_mask(*mask);
+    options.need_weights = !o.attn_out.empty();
     if (rope) {
       const minimodel::Positions positions = load_positions(o, T);
       // The table holds every position up to the largest: its bytes must fit in memory at all.
@@ -199,7 +208,7 @@ Result attend(const workbench::AttendOptions& o) {
     attention = [&](const Tensor3& h) {
       const Tensor3& source = kv ? *kv : h;  // self-attention attends over its own input
       minimodel::AttentionOutput r = cross->forward(h, source, source, options);
-      weights = std::move(*r.weights);
+      if (r.weights) weights = std::move(*r.weights);
       return std::move(r.output);
     };
   }
@@ -211,6 +220,7 @@ Result attend(const workbench::AttendOptions& o) {
                         x, o.block == "pre-ln" ? minimodel::Norm::pre_ln : minimodel::Norm::post_ln,
                         attention);
   if (batched) return {std::move(y), std::move(weights)};
+  if (o.attn_out.empty()) return {xt::view(y, 0), {}};
   return {xt::view(y, 0), xt::view(weights, 0)};
 }
 

@@ -1,57 +1,23 @@
 // The engine of `workbook bench`, one per implementation (bench-reference, bench-learner): times
 // attention layers with Google Benchmark on a suite of shapes, and counts the heap bytes each call
 // allocates beyond what was allocated before it. `workbook bench` runs it and prints the table.
-#include <malloc.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
-#include <new>
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>  // OpenBLAS's own: openblas_set_num_threads
 
 #include "minimodel/attention/attention.hpp"
+#include "minimodel/attention/efficient_attention.hpp"
 #include "minimodel/implementation.hpp"
-
-// ---- Heap accounting: every operator new of this process, so that a layer's temporaries count.
-// (OpenBLAS allocates its buffers once, outside these calls, with its own allocator.)
-namespace {
-
-std::atomic<std::size_t> heap_in_use{0}, heap_peak{0};
-
-void* counted(void* p) {
-  if (!p) throw std::bad_alloc();
-  const std::size_t now = heap_in_use += malloc_usable_size(p);
-  for (std::size_t peak = heap_peak; now > peak && !heap_peak.compare_exchange_weak(peak, now);) {
-  }
-  return p;
-}
-
-void uncounted(void* p) noexcept {
-  if (!p) return;
-  heap_in_use -= malloc_usable_size(p);
-  std::free(p);
-}
-
-}  // namespace
-
-void* operator new(std::size_t n) { return counted(std::malloc(n ? n : 1)); }
-void* operator new(std::size_t n, std::align_val_t alignment) {
-  void* p = nullptr;
-  const std::size_t a = std::max(static_cast<std::size_t>(alignment), sizeof(void*));
-  return counted(posix_memalign(&p, a, n ? n : 1) == 0 ? p : nullptr);
-}
-void operator delete(void* p) noexcept { uncounted(p); }
-void operator delete(void* p, std::size_t) noexcept { uncounted(p); }
-void operator delete(void* p, std::align_val_t) noexcept { uncounted(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { uncounted(p); }
+#include "util/heap_meter.hpp"
 
 namespace {
 
@@ -83,21 +49,25 @@ Tensor3 random_tokens(const Shape& s, std::uint64_t seed) {
   return x;
 }
 
-// Lab 01's MultiHeadAttention::forward on one sequence; the causal run adds lab 02's mask.
-void time_lab01(benchmark::State& state, Shape shape, bool causal) {
+// The layers timed, each on one sequence of random tokens with lab 01's seeded weights.
+enum class Layer { lab01, lab07 };
+
+void time_layer(benchmark::State& state, Layer which, Shape shape, bool causal) {
   const Tensor3 x = random_tokens(shape, 2025);
   std::size_t peak_extra = 0;
   try {
     minimodel::MultiHeadAttention layer(shape.d_model, shape.n_heads, 2024);
+    // Lab 01 with lab 02's mask; lab 07 skips the masked tiles instead.
     const std::optional<Tensor2> mask =
-        causal ? std::optional<Tensor2>(minimodel::causal_mask(shape.T)) : std::nullopt;
-    for (auto _ : state) {
-      const std::size_t before = heap_in_use;
-      heap_peak = before;
-      Tensor3 y = layer.forward(x, mask);
+        causal && which == Layer::lab01 ? std::optional<Tensor2>(minimodel::causal_mask(shape.T))
+                                        : std::nullopt;
+    const auto call = [&] {
+      Tensor3 y = which == Layer::lab01 ? layer.forward(x, mask)
+                                        : minimodel::efficient_forward(layer, x, causal);
       benchmark::DoNotOptimize(y.data());
-      peak_extra = std::max(peak_extra, heap_peak - before);
-    }
+    };
+    call();  // untimed: the first touch of fresh memory, buffers a layer keeps for later calls
+    for (auto _ : state) peak_extra = std::max(peak_extra, workbench::peak_extra_heap_bytes(call));
   } catch (const std::exception& e) {  // a learner's TODO stub, or a bug
     state.SkipWithError(e.what());
   }
@@ -132,15 +102,17 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("blas", openblas_get_config());
 
   for (const Shape& shape : quick ? kQuickSuite : kSuite)
-    for (const bool causal : {false, true}) {
-      // `workbook bench` reads the layer and the shape back from this name.
-      const std::string name = "lab01/T:" + std::to_string(shape.T) +
-                               "/d_model:" + std::to_string(shape.d_model) +
-                               "/H:" + std::to_string(shape.n_heads) + (causal ? "/causal" : "");
-      benchmark::RegisterBenchmark(name.c_str(), time_lab01, shape, causal)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
-    }
+    for (const bool causal : {false, true})
+      for (const auto& [which, layer_name] :
+           {std::pair{Layer::lab01, "lab01"}, {Layer::lab07, "lab07"}}) {
+        // `workbook bench` reads the layer and the shape back from this name.
+        const std::string name = std::string(layer_name) + "/T:" + std::to_string(shape.T) +
+                                 "/d_model:" + std::to_string(shape.d_model) +
+                                 "/H:" + std::to_string(shape.n_heads) + (causal ? "/causal" : "");
+        benchmark::RegisterBenchmark(name.c_str(), time_layer, which, shape, causal)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+      }
 
   int rest_count = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_count, rest.data());

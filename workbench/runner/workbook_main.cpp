@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
   workbook::BenchOptions bench_options;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench",
-      "Time the labs' attention layers on a suite of shapes (T, d_model, H) from (128, 512, 8) to "
+      "Time lab 01's attention layer and lab 07's efficient one on a suite of shapes (T, d_model, "
+      "H) from (128, 512, 8) to "
       "(4096, 512, 8), causal and not, and print median ms, GF/s and the peak heap bytes a call "
       "allocates. Builds bench-reference and bench-learner first; a layer your code does not "
       "implement yet is listed as not run. Takes minutes; exits 1 if the reference did not run.");

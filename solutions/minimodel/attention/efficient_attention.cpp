@@ -1,0 +1,320 @@
+// Lab 07 reference: the attention of labs 00–02, tile by tile with an online softmax.
+#include "minimodel/attention/efficient_attention.hpp"
+
+#include <cblas.h>
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "minimodel/shapes.hpp"
+
+namespace minimodel {
+namespace {
+
+constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+
+std::string shape(std::size_t rows, std::size_t cols) {
+  return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+}
+
+std::string tiles_text(const Tiles& tiles) {
+  return std::to_string(tiles.queries) + " x " + std::to_string(tiles.keys);
+}
+
+template <class View>
+void check_ld(const View& m, const char* name) {
+  if (m.ld < m.cols)
+    throw std::invalid_argument("tiled_attention: " + std::string(name) + " is " +
+                                shape(m.rows, m.cols) + " with ld " + std::to_string(m.ld) +
+                                ", below its " + std::to_string(m.cols) + " columns");
+}
+
+void check_kernel_inputs(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
+                         const TiledOptions& options) {
+  const std::string qkv = "q " + shape(q.rows, q.cols) + ", k " + shape(k.rows, k.cols) + ", v " +
+                          shape(v.rows, v.cols);
+  if (q.cols != k.cols)
+    throw std::invalid_argument("tiled_attention: q and k differ in width: " + qkv);
+  if (k.rows != v.rows)
+    throw std::invalid_argument("tiled_attention: k and v differ in length: " + qkv);
+  if (out.rows != q.rows || out.cols != v.cols)
+    throw std::invalid_argument("tiled_attention: out is " + shape(out.rows, out.cols) +
+                                " but must be (T, d_v) = " + shape(q.rows, v.cols));
+  check_ld(q, "q");
+  check_ld(k, "k");
+  check_ld(v, "v");
+  check_ld(out, "out");
+  if (options.mask && (options.mask->shape(0) != q.rows || options.mask->shape(1) != k.rows))
+    throw std::invalid_argument("tiled_attention: mask is " + shape_of(*options.mask) +
+                                " but must be (T, S) = " + shape(q.rows, k.rows));
+  if (options.causal && q.rows != k.rows)
+    throw std::invalid_argument("tiled_attention: causal needs T = S, but q is " +
+                                shape(q.rows, q.cols) + " and k " + shape(k.rows, k.cols));
+  if (options.tiles.queries == 0 || options.tiles.keys == 0)
+    throw std::invalid_argument("tiled_attention: tiles are " + tiles_text(options.tiles) +
+                                " but must be at least 1 x 1");
+}
+
+// max over row[0, n).
+float row_max(const float* row, std::size_t n) {
+  using Batch = xsimd::batch<float>;
+  std::size_t j = 0;
+  float result = kMinusInfinity;
+  if (n >= Batch::size) {
+    Batch maxima = Batch::load_unaligned(row);
+    for (j = Batch::size; j + Batch::size <= n; j += Batch::size)
+      maxima = xsimd::max(maxima, Batch::load_unaligned(row + j));
+    alignas(Batch::arch_type::alignment()) float lanes[Batch::size];
+    maxima.store_aligned(lanes);
+    result = *std::max_element(lanes, lanes + Batch::size);
+  }
+  for (; j < n; ++j) result = std::max(result, row[j]);
+  return result;
+}
+
+// row[j] = exp(row[j] - max) for j < n; returns their sum. The exponentials are most of the work
+// outside the two SGEMMs: xsimd's vectorised exp does as many at once as the build's instruction
+// set holds (4 with the default SSE2, 8 with MINIMODEL_NATIVE on an AVX2 machine).
+float exponentiate_row(float* row, std::size_t n, float max) {
+  using Batch = xsimd::batch<float>;
+  const Batch shift(max);
+  Batch sums(0.0f);
+  std::size_t j = 0;
+  for (; j + Batch::size <= n; j += Batch::size) {
+    const Batch e = xsimd::exp(Batch::load_unaligned(row + j) - shift);
+    e.store_unaligned(row + j);
+    sums += e;
+  }
+  float sum = xsimd::hadd(sums);
+  for (; j < n; ++j) sum += row[j] = std::exp(row[j] - max);
+  return sum;
+}
+
+// One tile of scores and the running state of its rows, kept per thread and reused across calls:
+// the first write to fresh memory costs more than the arithmetic of a small tile.
+struct TileWorkspace {
+  std::vector<float> scores, row_max, row_sum;
+};
+
+TileWorkspace& tile_workspace(const Tiles& tiles) {
+  thread_local TileWorkspace workspace;
+  workspace.scores.resize(tiles.queries * tiles.keys);
+  workspace.row_max.resize(tiles.queries);
+  workspace.row_sum.resize(tiles.queries);
+  return workspace;
+}
+
+// Runs task(i) for every i in [0, n) on up to `threads` threads, this one included, and rethrows
+// the first exception a task threw.
+void parallel_for(std::size_t n, std::size_t threads,
+                  const std::function<void(std::size_t)>& task) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_lock;
+  const auto work = [&] {
+    for (std::size_t i; (i = next++) < n;) {
+      try {
+        task(i);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_lock);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < std::min(threads, n); ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& helper : helpers) helper.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+// ---- Block A: online softmax --------------------------------------------------------------------
+
+float RunningSoftmax::add(float score) {
+  // A removed key changes nothing; it must not reach score - max, which is -inf - -inf = NaN
+  // while no finite score has been seen.
+  if (score == kMinusInfinity) return 1.0f;
+  if (score <= max) {
+    sum += std::exp(score - max);
+    return 1.0f;
+  }
+  // A new max: what was summed relative to the old max shrinks by exp(old max - new max), which
+  // is 0 for the first finite score (max = -inf) and never overflows (the exponent is < 0).
+  const float factor = std::exp(max - score);
+  sum = sum * factor + 1.0f;
+  max = score;
+  return factor;
+}
+
+// (T, S) -> (T, S)
+Tensor2 online_softmax(const Tensor2& scores) {
+  Tensor2 weights = Tensor2::from_shape(scores.shape());
+  const std::size_t S = scores.shape(1);
+  for (std::size_t t = 0; t < scores.shape(0); ++t) {
+    const float* row = scores.data() + t * S;
+    // 1. One pass: the running max and the sum of exp(score - max) relative to it.
+    RunningSoftmax running;
+    for (std::size_t s = 0; s < S; ++s) running.add(row[s]);
+    // 2. Normalise. A row with no finite score has sum 0: zeros, not 0/0.
+    for (std::size_t s = 0; s < S; ++s)
+      weights(t, s) = running.sum > 0.0f ? std::exp(row[s] - running.max) / running.sum : 0.0f;
+  }
+  return weights;
+}
+
+// ---- Block B: the tiled kernel -----------------------------------------------------------------
+
+// q (T, d_head), k (S, d_head), v (S, d_v) -> out (T, d_v)
+void tiled_attention(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
+                     const TiledOptions& options) {
+  check_kernel_inputs(q, k, v, out, options);
+  const std::size_t T = q.rows, S = k.rows, d_head = q.cols, d_v = v.cols;
+  const std::size_t bq = options.tiles.queries, bk = options.tiles.keys;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
+  TileWorkspace& ws = tile_workspace(options.tiles);
+  TileCounts counts;
+
+  for (std::size_t q0 = 0; q0 < T; q0 += bq) {
+    const std::size_t nq = std::min(bq, T - q0);
+    float* out_block = out.data + q0 * out.ld;
+    // 1. This block of queries has seen no key yet: max -inf, sum 0, output rows 0.
+    std::fill_n(ws.row_max.begin(), nq, kMinusInfinity);
+    std::fill_n(ws.row_sum.begin(), nq, 0.0f);
+    for (std::size_t i = 0; i < nq; ++i) std::fill_n(out_block + i * out.ld, d_v, 0.0f);
+
+    for (std::size_t k0 = 0; k0 < S; k0 += bk) {
+      // 2. Causal: a tile whose first key comes after the block's last query is never computed,
+      //    nor is any tile after it.
+      if (options.causal && k0 > q0 + nq - 1) {
+        counts.skipped += (S - k0 + bk - 1) / bk;
+        break;
+      }
+      ++counts.computed;
+      const std::size_t nk = std::min(bk, S - k0);
+      float* scores = ws.scores.data();  // (nq, nk), rows bk apart
+
+      // 3. The tile's scores, scale · q_block k_blockᵀ: one SGEMM on the views, in cache.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(nq), int(nk), int(d_head), scale,
+                  q.data + q0 * q.ld, int(q.ld), k.data + k0 * k.ld, int(k.ld), 0.0f, scores,
+                  int(bk));
+
+      for (std::size_t i = 0; i < nq; ++i) {
+        float* row = scores + i * bk;
+        // 4. Masks: a removed key's score becomes -inf; another mask value is added.
+        for (std::size_t j = 0; j < nk; ++j) {
+          if (options.causal && k0 + j > q0 + i) {
+            row[j] = kMinusInfinity;
+          } else if (options.mask) {
+            const float m = (*options.mask)(q0 + i, k0 + j);
+            row[j] = m <= kMaskedScore ? kMinusInfinity : row[j] + m;
+          }
+        }
+        // 5. Online softmax, a tile row at a time: the new max, the rescale of what the row has
+        //    summed and accumulated so far, then exp(score - max) in place of the scores.
+        const float tile_max = row_max(row, nk);
+        const float new_max = std::max(ws.row_max[i], tile_max);
+        if (new_max == kMinusInfinity) {  // no key of this row so far: -inf - -inf would be NaN
+          std::fill_n(row, nk, 0.0f);
+          continue;
+        }
+        const float factor = std::exp(ws.row_max[i] - new_max);  // 0 for the row's first key
+        if (factor != 1.0f) {
+          float* out_row = out_block + i * out.ld;
+          for (std::size_t c = 0; c < d_v; ++c) out_row[c] *= factor;
+        }
+        ws.row_sum[i] = ws.row_sum[i] * factor + exponentiate_row(row, nk, new_max);
+        ws.row_max[i] = new_max;
+      }
+
+      // 6. Accumulate the tile's weighted values, out_block += P v_block: one SGEMM.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(nq), int(d_v), int(nk), 1.0f,
+                  scores, int(bk), v.data + k0 * v.ld, int(v.ld), 1.0f, out_block, int(out.ld));
+    }
+
+    // 7. Normalise each row by its sum; a row with no key left has sum 0 and stays zero.
+    for (std::size_t i = 0; i < nq; ++i) {
+      if (ws.row_sum[i] == 0.0f) continue;
+      const float inverse = 1.0f / ws.row_sum[i];
+      float* out_row = out_block + i * out.ld;
+      for (std::size_t c = 0; c < d_v; ++c) out_row[c] *= inverse;
+    }
+  }
+  if (options.counts) *options.counts = counts;
+}
+
+// ---- Block C: multi-head attention that stores no weights --------------------------------------
+
+// x (B, T, d_model) -> (B, T, d_model)
+Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, bool causal,
+                          Tiles tiles) {
+  const std::size_t d_model = layer.d_model();
+  if (x.shape(2) != d_model)
+    throw std::invalid_argument("efficient_forward: x is " + shape_of(x) +
+                                " but must be (B, T, d_model) with d_model " +
+                                std::to_string(d_model));
+  if (tiles.queries == 0 || tiles.keys == 0)
+    throw std::invalid_argument("efficient_forward: tiles are " + tiles_text(tiles) +
+                                " but must be at least 1 x 1");
+  const std::size_t B = x.shape(0), T = x.shape(1), H = layer.n_heads(), d_head = layer.d_head();
+  Tensor3 y = Tensor3::from_shape({B, T, d_model});
+  if (T == 0) return y;
+
+  // The projections and the context, (T, d_model) each, reused across calls (see tile_workspace).
+  thread_local std::vector<float> q, k, v, context;
+  for (std::vector<float>* buffer : {&q, &k, &v, &context}) buffer->resize(T * d_model);
+  const auto project = [&](const float* in, const Tensor2& w, float* result) {  // in @ w
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(d_model), int(d_model), 1.0f,
+                in, int(d_model), w.data(), int(d_model), 0.0f, result, int(d_model));
+  };
+
+  // OpenBLAS's threads share out each projection; the heads run on as many threads of their own,
+  // each of which calls BLAS on its small tiles single-threaded. (The thread count is OpenBLAS's
+  // one process-wide setting: two threads calling this at once may see each other's 1 below.)
+  const int threads = openblas_get_num_threads();
+  for (std::size_t b = 0; b < B; ++b) {
+    const float* x_b = x.data() + b * T * d_model;
+    // 1. Project: q, k, v = x_b W_Q, x_b W_K, x_b W_V, each (T, d_model).
+    project(x_b, layer.w_q(), q.data());
+    project(x_b, layer.w_k(), k.data());
+    project(x_b, layer.w_v(), v.data());
+    // 2. Head h reads its column block of q, k and v in place (ld = d_model) and writes its
+    //    column block of the context: split_heads and merge_heads without a copy.
+    //    The buffers are passed as pointers: inside the other threads, the names q, k, v and
+    //    context would be those threads' own (empty) thread_local buffers.
+    const float *q_data = q.data(), *k_data = k.data(), *v_data = v.data();
+    float* context_data = context.data();
+    openblas_set_num_threads(1);
+    try {
+      parallel_for(H, std::size_t(threads), [=](std::size_t h) {
+        const std::size_t column = h * d_head;
+        TiledOptions options;
+        options.causal = causal;
+        options.tiles = tiles;
+        tiled_attention({q_data + column, T, d_head, d_model},
+                        {k_data + column, T, d_head, d_model},
+                        {v_data + column, T, d_head, d_model},
+                        {context_data + column, T, d_head, d_model}, options);
+      });
+    } catch (...) {
+      openblas_set_num_threads(threads);
+      throw;
+    }
+    openblas_set_num_threads(threads);
+    // 3. y_b = context W_O.
+    project(context.data(), layer.w_o(), y.data() + b * T * d_model);
+  }
+  return y;
+}
+
+}  // namespace minimodel
