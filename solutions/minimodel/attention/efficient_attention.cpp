@@ -99,31 +99,30 @@ float exponentiate_row(float* row, std::size_t n, float max) {
   return sum;
 }
 
-// One tile of scores and the running state of its rows, kept per thread and reused across calls:
-// the first write to fresh memory costs more than the arithmetic of a small tile.
+// One tile of scores and the running state of its rows. Reused across calls: the first write to
+// fresh memory costs more than the arithmetic of a small tile.
 struct TileWorkspace {
   std::vector<float> scores, row_max, row_sum;
+
+  void fit(const Tiles& tiles) {
+    scores.resize(tiles.queries * tiles.keys);
+    row_max.resize(tiles.queries);
+    row_sum.resize(tiles.queries);
+  }
 };
 
-TileWorkspace& tile_workspace(const Tiles& tiles) {
-  thread_local TileWorkspace workspace;
-  workspace.scores.resize(tiles.queries * tiles.keys);
-  workspace.row_max.resize(tiles.queries);
-  workspace.row_sum.resize(tiles.queries);
-  return workspace;
-}
-
-// Runs task(i) for every i in [0, n) on up to `threads` threads, this one included, and rethrows
+// Runs task(i, worker) for every i in [0, n) on up to `threads` threads, this one included;
+// worker < threads names the thread, so that each can use its own slot of a workspace. Rethrows
 // the first exception a task threw.
 void parallel_for(std::size_t n, std::size_t threads,
-                  const std::function<void(std::size_t)>& task) {
+                  const std::function<void(std::size_t, std::size_t)>& task) {
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_lock;
-  const auto work = [&] {
+  const auto work = [&](std::size_t worker) {
     for (std::size_t i; (i = next++) < n;) {
       try {
-        task(i);
+        task(i, worker);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(failure_lock);
         if (!failure) failure = std::current_exception();
@@ -131,11 +130,37 @@ void parallel_for(std::size_t n, std::size_t threads,
     }
   };
   std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < std::min(threads, n); ++t) helpers.emplace_back(work);
-  work();
+  for (std::size_t t = 1; t < std::min(threads, n); ++t) helpers.emplace_back(work, t);
+  work(0);
   for (std::thread& helper : helpers) helper.join();
   if (failure) std::rethrow_exception(failure);
 }
+
+// Sets OpenBLAS's process-wide thread count for as long as it lives.
+class BlasThreads {
+ public:
+  explicit BlasThreads(int threads) : saved_(openblas_get_num_threads()) {
+    openblas_set_num_threads(threads);
+  }
+  ~BlasThreads() { openblas_set_num_threads(saved_); }
+  BlasThreads(const BlasThreads&) = delete;
+  BlasThreads& operator=(const BlasThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+// c (m, n) = alpha · a (m, k) @ b (k, n) + beta · c, row-major views.
+void gemm(MatrixView a, MatrixView b, MutableMatrixView c, float alpha = 1.0f, float beta = 0.0f) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(c.rows), int(c.cols), int(a.cols),
+              alpha, a.data, int(a.ld), b.data, int(b.ld), beta, c.data, int(c.ld));
+}
+
+// The kernel behind tiled_attention. In causal mode, q's row i is query first_query + i of the
+// sequence and sees keys j <= first_query + i: efficient_forward hands it one block of queries
+// at a time. (tiled_attention itself has first_query = 0.)
+void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
+                  const TiledOptions& options, std::size_t first_query, TileWorkspace& ws);
 
 }  // namespace
 
@@ -179,10 +204,18 @@ Tensor2 online_softmax(const Tensor2& scores) {
 void tiled_attention(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
                      const TiledOptions& options) {
   check_kernel_inputs(q, k, v, out, options);
+  thread_local TileWorkspace workspace;
+  workspace.fit(options.tiles);
+  attend_tiles(q, k, v, out, options, 0, workspace);
+}
+
+namespace {
+
+void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
+                  const TiledOptions& options, std::size_t first_query, TileWorkspace& ws) {
   const std::size_t T = q.rows, S = k.rows, d_head = q.cols, d_v = v.cols;
   const std::size_t bq = options.tiles.queries, bk = options.tiles.keys;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
-  TileWorkspace& ws = tile_workspace(options.tiles);
   TileCounts counts;
 
   for (std::size_t q0 = 0; q0 < T; q0 += bq) {
@@ -196,7 +229,7 @@ void tiled_attention(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView
     for (std::size_t k0 = 0; k0 < S; k0 += bk) {
       // 2. Causal: a tile whose first key comes after the block's last query is never computed,
       //    nor is any tile after it.
-      if (options.causal && k0 > q0 + nq - 1) {
+      if (options.causal && k0 > first_query + q0 + nq - 1) {
         counts.skipped += (S - k0 + bk - 1) / bk;
         break;
       }
@@ -213,7 +246,7 @@ void tiled_attention(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView
         float* row = scores + i * bk;
         // 4. Masks: a removed key's score becomes -inf; another mask value is added.
         for (std::size_t j = 0; j < nk; ++j) {
-          if (options.causal && k0 + j > q0 + i) {
+          if (options.causal && k0 + j > first_query + q0 + i) {
             row[j] = kMinusInfinity;
           } else if (options.mask) {
             const float m = (*options.mask)(q0 + i, k0 + j);
@@ -253,7 +286,33 @@ void tiled_attention(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView
   if (options.counts) *options.counts = counts;
 }
 
+}  // namespace
+
 // ---- Block C: multi-head attention that stores no weights --------------------------------------
+
+namespace {
+
+// The scratch of efficient_forward, kept by the calling thread and reused across calls. Each
+// worker thread has its own slot of the per-block buffers and its own tile.
+struct LayerWorkspace {
+  std::vector<float> keys, values;      // (T, group width): the group's keys and values
+  std::vector<float> queries, context;  // per worker, (block, group width)
+  std::vector<TileWorkspace> tiles;     // per worker
+};
+
+// Keys and values of a group of heads take at most this many bytes: at T = 16384, d_head = 64,
+// two heads at a time. The rest of the layer's scratch is O(block · d_model) per thread.
+constexpr std::size_t kKeyValueBytes = std::size_t{16} << 20;
+
+// Query rows per task: whole tiles; about four tasks per thread, so that the causal blocks
+// (whose cost grows with their position) even out; at most 512 rows, so that a block's buffers
+// stay in cache-sized chunks.
+std::size_t rows_per_task(std::size_t T, std::size_t threads, std::size_t tile) {
+  const std::size_t tiles_per_task = T / (4 * threads * tile);
+  return tile * std::clamp<std::size_t>(tiles_per_task, 1, std::max<std::size_t>(1, 512 / tile));
+}
+
+}  // namespace
 
 // x (B, T, d_model) -> (B, T, d_model)
 Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, bool causal,
@@ -270,49 +329,76 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
   Tensor3 y = Tensor3::from_shape({B, T, d_model});
   if (T == 0) return y;
 
-  // The projections and the context, (T, d_model) each, reused across calls (see tile_workspace).
-  thread_local std::vector<float> q, k, v, context;
-  for (std::vector<float>* buffer : {&q, &k, &v, &context}) buffer->resize(T * d_model);
-  const auto project = [&](const float* in, const Tensor2& w, float* result) {  // in @ w
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(d_model), int(d_model), 1.0f,
-                in, int(d_model), w.data(), int(d_model), 0.0f, result, int(d_model));
-  };
+  // Heads go in groups whose keys and values fit kKeyValueBytes: all of them at once for the
+  // shapes of `workbook bench`, so that each projection is one wide GEMM.
+  const std::size_t group =
+      std::clamp<std::size_t>(kKeyValueBytes / (2 * T * d_head * sizeof(float)), 1, H);
+  const std::size_t width = group * d_head;  // columns of a group, at most d_model
+  const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
+  const std::size_t block = rows_per_task(T, threads, tiles.queries);
+  const std::size_t n_blocks = (T + block - 1) / block;
 
-  // OpenBLAS's threads share out each projection; the heads run on as many threads of their own,
-  // each of which calls BLAS on its small tiles single-threaded. (The thread count is OpenBLAS's
-  // one process-wide setting: two threads calling this at once may see each other's 1 below.)
-  const int threads = openblas_get_num_threads();
+  thread_local LayerWorkspace ws;
+  ws.keys.resize(T * width);
+  ws.values.resize(T * width);
+  ws.queries.resize(threads * block * width);
+  ws.context.resize(threads * block * width);
+  ws.tiles.resize(threads);
+  for (TileWorkspace& tile : ws.tiles) tile.fit(tiles);
+  // Inside the other threads, `ws` would name those threads' own, empty workspace.
+  LayerWorkspace& shared = ws;
+
+  // Columns [first, first + cols) of a (d_model, d_model) weight: the W[:, group] of a group.
+  const auto columns = [d_model](const Tensor2& w, std::size_t first, std::size_t cols) {
+    return MatrixView{w.data() + first, d_model, cols, d_model};
+  };
   for (std::size_t b = 0; b < B; ++b) {
     const float* x_b = x.data() + b * T * d_model;
-    // 1. Project: q, k, v = x_b W_Q, x_b W_K, x_b W_V, each (T, d_model).
-    project(x_b, layer.w_q(), q.data());
-    project(x_b, layer.w_k(), k.data());
-    project(x_b, layer.w_v(), v.data());
-    // 2. Head h reads its column block of q, k and v in place (ld = d_model) and writes its
-    //    column block of the context: split_heads and merge_heads without a copy.
-    //    The buffers are passed as pointers: inside the other threads, the names q, k, v and
-    //    context would be those threads' own (empty) thread_local buffers.
-    const float *q_data = q.data(), *k_data = k.data(), *v_data = v.data();
-    float* context_data = context.data();
-    openblas_set_num_threads(1);
-    try {
-      parallel_for(H, std::size_t(threads), [=](std::size_t h) {
-        const std::size_t column = h * d_head;
-        TiledOptions options;
-        options.causal = causal;
-        options.tiles = tiles;
-        tiled_attention({q_data + column, T, d_head, d_model},
-                        {k_data + column, T, d_head, d_model},
-                        {v_data + column, T, d_head, d_model},
-                        {context_data + column, T, d_head, d_model}, options);
-      });
-    } catch (...) {
-      openblas_set_num_threads(threads);
-      throw;
+    float* y_b = y.data() + b * T * d_model;
+    for (std::size_t h0 = 0; h0 < H; h0 += group) {
+      const std::size_t first = h0 * d_head;  // the group's first column
+      const std::size_t heads = std::min(group, H - h0);
+      const std::size_t cols = heads * d_head;
+      // 1. The group's keys and values, K = x_b W_K[:, group], V = x_b W_V[:, group], (T, cols)
+      //    each: two GEMMs that OpenBLAS's threads share out.
+      const MatrixView x_view{x_b, T, d_model, d_model};
+      const MutableMatrixView keys{shared.keys.data(), T, cols, width},
+          values{shared.values.data(), T, cols, width};
+      gemm(x_view, columns(layer.w_k(), first, cols), keys);
+      gemm(x_view, columns(layer.w_v(), first, cols), values);
+
+      // 2. Per block of query rows, on the threads (each calling BLAS single-threaded): the
+      //    block's queries, each head's attention over the keys it may see, and the block's
+      //    share of y. Blocks run last-first: in causal mode the last block costs the most.
+      const BlasThreads one_blas_thread(1);
+      parallel_for(
+          n_blocks, threads, [&, cols, first, heads](std::size_t task, std::size_t worker) {
+            const std::size_t r0 = (n_blocks - 1 - task) * block, rows = std::min(block, T - r0);
+            const MutableMatrixView queries{shared.queries.data() + worker * block * width, rows,
+                                            cols, width},
+                context{shared.context.data() + worker * block * width, rows, cols, width};
+            // 2a. queries = x_b[rows] W_Q[:, group], (rows, cols).
+            gemm({x_b + r0 * d_model, rows, d_model, d_model}, columns(layer.w_q(), first, cols),
+                 queries);
+            // 2b. Each head reads its columns of queries, keys and values in place: no split_heads.
+            //     Causal: the block's last query sees keys up to r0 + rows - 1, no further.
+            const std::size_t visible = causal ? r0 + rows : T;
+            TiledOptions options;
+            options.causal = causal;
+            options.tiles = tiles;
+            for (std::size_t h = 0; h < heads; ++h) {
+              const std::size_t c = h * d_head;
+              attend_tiles(
+                  {queries.data + c, rows, d_head, width}, {keys.data + c, visible, d_head, width},
+                  {values.data + c, visible, d_head, width},
+                  {context.data + c, rows, d_head, width}, options, r0, shared.tiles[worker]);
+            }
+            // 2c. y_b[rows] (+)= context W_O[group's rows, :], no merge_heads; the first group
+            //     sets y, the others add to it.
+            gemm(context, {layer.w_o().data() + first * d_model, cols, d_model, d_model},
+                 {y_b + r0 * d_model, rows, d_model, d_model}, 1.0f, h0 == 0 ? 0.0f : 1.0f);
+          });
     }
-    openblas_set_num_threads(threads);
-    // 3. y_b = context W_O.
-    project(context.data(), layer.w_o(), y.data() + b * T * d_model);
   }
   return y;
 }
