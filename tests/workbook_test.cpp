@@ -131,10 +131,13 @@ TEST_F(WorkbookAttend, MatchesTorchCausal) {
 }
 
 TEST_F(WorkbookAttend, WithoutAttnOutTheEfficientLayerMatchesTorchAndWritesNoWeights) {
-  for (const char* name : {"mha_batched", "mha_unbatched", "mha_causal"}) {
-    SCOPED_TRACE(name);
+  for (const auto& [name, threads] : {std::pair{"mha_batched", "1"},
+                                      {"mha_unbatched", "2"},
+                                      {"mha_causal", "1"},
+                                      {"mha_causal", "2"}}) {
+    SCOPED_TRACE(std::string(name) + ", threads " + threads);
     const testing::Fixture expected(name);
-    std::map<std::string, std::string> flags = {{"--attn-out", kLeftOut}};
+    std::map<std::string, std::string> flags = {{"--attn-out", kLeftOut}, {"--threads", threads}};
     if (expected.meta().at("causal").get<bool>()) flags["--causal"] = "";
     const CommandResult run = workbook(args(name, flags), scratch_);
     ASSERT_EQ(run.status, 0) << run.stderr_text;
@@ -204,6 +207,10 @@ TEST_F(WorkbookAttend, RejectsAWeightOfTheWrongShape) {
   const fs::path w = scratch_ / "w.npy";
   xt::dump_npy(w.string(), xt::xarray<float>(xt::zeros<float>({16, 8})));
   expect_rejected(args("mha_batched", {{"--wk", w.string()}}), "(16, 8)");
+}
+
+TEST_F(WorkbookAttend, RejectsZeroThreads) {
+  expect_rejected(args("mha_batched", {{"--threads", "0"}}), "--threads");
 }
 
 TEST_F(WorkbookAttend, RejectsHeadsThatDoNotDivideD) {

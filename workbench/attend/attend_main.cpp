@@ -14,8 +14,11 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include <cblas.h>  // OpenBLAS's own: openblas_set_num_threads
 
 #include <CLI/CLI.hpp>
 #include <xtensor/xnpy.hpp>
@@ -41,9 +44,14 @@ using minimodel::Tensor2;
 using minimodel::Tensor3;
 using minimodel::Tensor4;
 
+// The outputs, in the shapes of the files: the arrays keep their batch axis (B = 1 for a 2-D X),
+// which the files drop. They are written as they are, never copied: at T = 16384, one copy of Y
+// is 32 MiB.
 struct Result {
-  xt::xarray<float> y;     // X's shape
-  xt::xarray<float> attn;  // (H, T, S) for 2-D X, (B, H, T, S) for 3-D X
+  Tensor3 y;                            // (B, T, d)
+  std::vector<std::size_t> y_shape;     // X's shape
+  Tensor4 attn;                         // (B, H, T, S); empty without --attn-out
+  std::vector<std::size_t> attn_shape;  // (H, T, S) for 2-D X, (B, H, T, S) for 3-D X
 };
 
 [[noreturn]] void reject(const std::string& message) { throw std::invalid_argument(message); }
@@ -74,11 +82,11 @@ Tensor3 as_batch(const xt::xarray<float>& a) {
 }
 
 Tensor2 load_weight(const std::filesystem::path& path, const char* flag, std::size_t d,
-                    const xt::xarray<float>& x) {
+                    const std::string& x_shape) {
   const xt::xarray<float> w = load_finite(path, flag);
   if (w.dimension() != 2 || w.shape()[0] != d || w.shape()[1] != d)
-    reject(std::string(flag) + " " + path.string() + " is " + shape_of(w) + " but X is " +
-           shape_of(x) + ", so it must be (" + std::to_string(d) + ", " + std::to_string(d) + ")");
+    reject(std::string(flag) + " " + path.string() + " is " + shape_of(w) + " but X is " + x_shape +
+           ", so it must be (" + std::to_string(d) + ", " + std::to_string(d) + ")");
   return w;
 }
 
@@ -119,31 +127,37 @@ minimodel::Positions load_positions(const workbench::AttendOptions& o, std::size
 }
 
 Result attend(const workbench::AttendOptions& o) {
-  // 1. Inputs and their shapes.
-  const xt::xarray<float> x_in = load_finite(o.x, "--x");
-  if (x_in.dimension() != 2 && x_in.dimension() != 3)
-    reject("--x " + o.x.string() + " is " + shape_of(x_in) + " but must be (T, d) or (B, T, d)");
-  const bool batched = x_in.dimension() == 3;
-  const Tensor3 x = as_batch(x_in);  // (B, T, d)
+  // 1. Inputs and their shapes. X as loaded is dropped once it is a batch: one copy of X at a time.
+  std::vector<std::size_t> x_shape;
+  std::string x_text;  // "(T, d)" or "(B, T, d)", for messages
+  const Tensor3 x = [&] {
+    const xt::xarray<float> x_in = load_finite(o.x, "--x");
+    if (x_in.dimension() != 2 && x_in.dimension() != 3)
+      reject("--x " + o.x.string() + " is " + shape_of(x_in) + " but must be (T, d) or (B, T, d)");
+    x_shape.assign(x_in.shape().begin(), x_in.shape().end());
+    x_text = shape_of(x_in);
+    return as_batch(x_in);  // (B, T, d)
+  }();
+  const bool batched = x_shape.size() == 3;
   const std::size_t B = x.shape(0), T = x.shape(1), d = x.shape(2);
   if (B == 0 || T == 0 || d == 0)
-    reject("--x " + o.x.string() + " is " + shape_of(x_in) +
+    reject("--x " + o.x.string() + " is " + x_text +
            "; attention needs at least one sequence, one token and one feature");
   if (d % o.heads != 0)
     reject("--heads " + std::to_string(o.heads) + " does not divide d = " + std::to_string(d) +
-           " of X " + shape_of(x_in));
-  const Tensor2 w_q = load_weight(o.w_q, "--wq", d, x_in),
-                w_k = load_weight(o.w_k, "--wk", d, x_in),
-                w_v = load_weight(o.w_v, "--wv", d, x_in),
-                w_o = load_weight(o.w_o, "--wo", d, x_in);
+           " of X " + x_text);
+  const Tensor2 w_q = load_weight(o.w_q, "--wq", d, x_text),
+                w_k = load_weight(o.w_k, "--wk", d, x_text),
+                w_v = load_weight(o.w_v, "--wv", d, x_text),
+                w_o = load_weight(o.w_o, "--wo", d, x_text);
 
   std::optional<Tensor3> kv;  // (B, S, d)
   if (!o.kv.empty()) {
     const xt::xarray<float> kv_in = load_finite(o.kv, "--kv");
-    if (kv_in.dimension() != x_in.dimension() || kv_in.shape().back() != d ||
+    if (kv_in.dimension() != x_shape.size() || kv_in.shape().back() != d ||
         (batched && kv_in.shape()[0] != B))
       reject(
-          "--kv " + o.kv.string() + " is " + shape_of(kv_in) + " but X is " + shape_of(x_in) +
+          "--kv " + o.kv.string() + " is " + shape_of(kv_in) + " but X is " + x_text +
           (batched ? ", so it must be (" + std::to_string(B) + ", S, " : ", so it must be (S, ") +
           std::to_string(d) + ")");
     kv = as_batch(kv_in);
@@ -219,9 +233,9 @@ Result attend(const workbench::AttendOptions& o) {
                   : minimodel::attention_block(
                         x, o.block == "pre-ln" ? minimodel::Norm::pre_ln : minimodel::Norm::post_ln,
                         attention);
-  if (batched) return {std::move(y), std::move(weights)};
-  if (o.attn_out.empty()) return {xt::view(y, 0), {}};
-  return {xt::view(y, 0), xt::view(weights, 0)};
+  std::vector<std::size_t> attn_shape(weights.shape().begin() + (batched ? 0 : 1),
+                                      weights.shape().end());
+  return {std::move(y), std::move(x_shape), std::move(weights), std::move(attn_shape)};
 }
 
 // An output goes into a folder that exists (a typo in a path creates nothing), and is none of
@@ -264,14 +278,21 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // Every BLAS call, and lab 07's own threads, which follow OpenBLAS's count.
+    openblas_set_num_threads(static_cast<int>(
+        options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())));
     check_outputs(options);
     const Result result = attend(options);
     // All or nothing, and never a file this run did not create: both outputs are written to
     // temporaries and renamed into place only when both are written.
-    std::vector<std::pair<std::filesystem::path, std::string>> outputs = {
-        {options.out, xt::dump_npy(xt::xarray<float>(result.y))}};
+    std::vector<std::pair<std::filesystem::path, workbench::FileWriter>> outputs = {
+        {options.out, [&](std::ostream& out) {
+           workbench::write_npy_f32(out, result.y.data(), result.y_shape);
+         }}};
     if (!options.attn_out.empty())
-      outputs.emplace_back(options.attn_out, xt::dump_npy(xt::xarray<float>(result.attn)));
+      outputs.emplace_back(options.attn_out, [&](std::ostream& out) {
+        workbench::write_npy_f32(out, result.attn.data(), result.attn_shape);
+      });
     workbench::write_files_atomically(outputs);
     return 0;
   } catch (const minimodel::Todo& e) {

@@ -26,6 +26,7 @@ struct AttendOptions {
   std::filesystem::path positions;      // optional (T) int64, with --rope-theta
   std::string block;                    // "", "post-ln" or "pre-ln", lab 04
   std::filesystem::path out, attn_out;  // outputs; attn_out is optional
+  std::size_t threads = 0;              // 0: one per core
 };
 
 /// Adds every attend option except --impl, which only the workbook command has.
@@ -76,6 +77,9 @@ inline void add_attend_options(CLI::App& app, AttendOptions& o) {
   app.add_option("--out", o.out, "Where to write Y, float32 .npy with X's shape")->required();
   app.add_option("--attn-out", o.attn_out,
                  "Where to write the attention weights, float32 .npy (H, T, S) or (B, H, T, S)");
+  app.add_option("--threads", o.threads,
+                 "Threads for the attention and for OpenBLAS (default: one per core)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
 }
 
 /// Every input file option, flag and path (empty when not given).
@@ -108,6 +112,7 @@ inline std::vector<std::string> attend_arguments(const AttendOptions& o) {
     args.insert(args.end(), {"--rope-theta", theta.str()});
   }
   if (!o.block.empty()) args.insert(args.end(), {"--block", o.block});
+  if (o.threads > 0) args.insert(args.end(), {"--threads", std::to_string(o.threads)});
   return args;
 }
 

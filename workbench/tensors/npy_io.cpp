@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xnpy.hpp>
 
 #include "util/files.hpp"
@@ -148,9 +149,19 @@ xt::xarray<bool> load_npy_bool(const std::filesystem::path& path) {
   return decode_npy_bool(read_npy_file(path), path.string());
 }
 
+void write_npy_f32(std::ostream& out, const float* data, const std::vector<std::size_t>& shape) {
+  std::size_t count = 1;
+  for (const std::size_t dim : shape) count *= dim;
+  // xtensor's public dump_npy writes to a file of its own (without checking the write) or to a
+  // string (a copy); its stream writer does neither, and an adaptor is not copied.
+  xt::detail::dump_npy_stream(out, xt::adapt(data, count, xt::no_ownership(), shape));
+}
+
 void save_npy_f32(const std::filesystem::path& path, const xt::xarray<float>& values) {
+  const std::vector<std::size_t> shape(values.shape().begin(), values.shape().end());
   try {
-    write_file_atomically(path, xt::dump_npy(values));
+    write_files_atomically(
+        {{path, [&](std::ostream& out) { write_npy_f32(out, values.data(), shape); }}});
   } catch (const std::exception& e) {
     throw NpyError(e.what());
   }

@@ -4,8 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <xtensor/xarray.hpp>
 #include <xtensor/xtensor.hpp>
@@ -39,6 +41,10 @@ xt::xarray<std::int64_t> load_npy_i64(const std::filesystem::path& path);
 xt::xarray<float> decode_npy_f32(const std::string& bytes, const std::string& name);
 xt::xarray<bool> decode_npy_bool(const std::string& bytes, const std::string& name);
 xt::xarray<std::int64_t> decode_npy_i64(const std::string& bytes, const std::string& name);
+
+/// Writes the floats at `data` as a float32, C-order .npy of `shape` to `out`, without copying
+/// them (for workbench::write_files_atomically's writers).
+void write_npy_f32(std::ostream& out, const float* data, const std::vector<std::size_t>& shape);
 
 /// Writes `values` as float32 .npy, atomically (temporary file, then rename).
 /// @throws NpyError if the file cannot be written.

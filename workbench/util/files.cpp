@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -16,18 +15,22 @@ namespace fs = std::filesystem;
 namespace workbench {
 
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // One buffer of the file's size: a stringstream would hold the bytes twice (its own buffer,
+  // then the copy that str() returns), which counts for a large .npy input.
+  std::string bytes(static_cast<std::size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    throw std::runtime_error("cannot read " + path.string());
+  return bytes;
 }
 
 namespace {
 
-// Writes `content` to a new temporary beside `path` (a unique name, so no other file is touched),
+// Writes a new temporary beside `path` with `write` (a unique name, so no other file is touched),
 // with the mode an ordinary new file would have. Returns its name.
-std::string write_temporary(const fs::path& path, const std::string& content) {
+std::string write_temporary(const fs::path& path, const FileWriter& write) {
   const std::string where = "cannot write " + path.string() + ": ";
   std::error_code ec;
   if (path.has_parent_path()) {
@@ -37,19 +40,18 @@ std::string write_temporary(const fs::path& path, const std::string& content) {
   std::string tmp = path.string() + ".XXXXXX";
   const int fd = mkstemp(tmp.data());
   if (fd < 0) throw std::runtime_error(where + std::strerror(errno));
-  bool ok = true;
-  for (std::size_t written = 0; ok && written < content.size();) {
-    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-    if (n > 0)
-      written += static_cast<std::size_t>(n);
-    else
-      ok = n < 0 && errno == EINTR;
-  }
-  std::string reason = ok ? "" : std::strerror(errno);
   const mode_t mask = ::umask(0);  // mkstemp makes the file 0600
   ::umask(mask);
-  if (ok && ::fchmod(fd, 0666 & ~mask) != 0) reason = std::strerror(errno);
-  if (::close(fd) != 0 && reason.empty()) reason = std::strerror(errno);  // e.g. a full disk
+  std::string reason;
+  if (::fchmod(fd, 0666 & ~mask) != 0) reason = std::strerror(errno);
+  ::close(fd);
+  if (reason.empty()) {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    errno = 0;
+    write(out);
+    out.close();  // flushes: a full disk shows here
+    if (out.fail()) reason = errno ? std::strerror(errno) : "the write failed";
+  }
   if (!reason.empty()) {
     fs::remove(tmp, ec);
     throw std::runtime_error(where + reason);
@@ -64,6 +66,15 @@ void write_file_atomically(const fs::path& path, const std::string& content) {
 }
 
 void write_files_atomically(const std::vector<std::pair<fs::path, std::string>>& files) {
+  std::vector<std::pair<fs::path, FileWriter>> writers;
+  for (const auto& [path, content] : files)
+    writers.emplace_back(path, [&content = content](std::ostream& out) {
+      out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    });
+  write_files_atomically(writers);
+}
+
+void write_files_atomically(const std::vector<std::pair<fs::path, FileWriter>>& files) {
   for (const auto& [path, content] : files)  // the one thing that makes a rename below fail
     if (fs::is_directory(path))
       throw std::runtime_error("cannot write " + path.string() + ": it is a folder");
@@ -73,7 +84,7 @@ void write_files_atomically(const std::vector<std::pair<fs::path, std::string>>&
     for (const std::string& tmp : temporaries) fs::remove(tmp, ignored);
   };
   try {
-    for (const auto& [path, content] : files) temporaries.push_back(write_temporary(path, content));
+    for (const auto& [path, write] : files) temporaries.push_back(write_temporary(path, write));
   } catch (...) {
     remove_temporaries();
     throw;

@@ -1,6 +1,8 @@
 #pragma once
 // Reading a whole file, and the one way every tool writes one: atomically.
 #include <filesystem>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,5 +24,12 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 /// @throws std::runtime_error naming the path that failed and the reason.
 void write_files_atomically(
     const std::vector<std::pair<std::filesystem::path, std::string>>& files);
+
+/// Writes a file's content to a stream; a failed stream fails the write.
+using FileWriter = std::function<void(std::ostream& out)>;
+
+/// The same, each file's content written by its writer straight into the temporary: for large
+/// outputs, which then never exist twice in memory.
+void write_files_atomically(const std::vector<std::pair<std::filesystem::path, FileWriter>>& files);
 
 }  // namespace workbench
