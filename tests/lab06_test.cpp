@@ -17,6 +17,7 @@
 #include "support/fixtures.hpp"
 #include "support/random_tokens.hpp"
 #include "tensors/npy_io.hpp"
+#include "util/heap_meter.hpp"
 
 namespace minimodel {
 namespace {
@@ -262,6 +263,21 @@ TEST(MultiheadCrossAttention, NeedWeightsFalseReturnsNoWeightsAndTheSameOutput) 
   const AttentionOutput without = m.forward(q, kv, kv, options);
   EXPECT_FALSE(without.weights.has_value());
   EXPECT_TRUE(all_close(without.output, m.forward(q, kv, kv).output, 0.0));  // same arithmetic
+}
+
+TEST(MultiheadCrossAttention, NeedWeightsFalseDoesNotKeepTheWeights) {
+  // The weights of every head are (B, H, T, S) = (2, 8, 256, 256) floats, 4 MiB. Without them a
+  // forward needs a few (T, S) tables at a time, 256 KiB each: half the weights is a loose bound
+  // that a version keeping them (and dropping them at the end) cannot meet.
+  constexpr std::size_t B = 2, H = 8, T = 256, d_model = 32;
+  MultiheadCrossAttention m = with_random_biases(d_model, H, 11);
+  const Tensor3 x = random_tokens(B, T, d_model, 3);
+  CrossAttentionOptions options;
+  options.need_weights = false;
+  const std::size_t weights = B * H * T * T * sizeof(float);
+  EXPECT_LT(workbench::peak_extra_heap_bytes([&] { m.forward(x, x, x, options); }), weights / 2);
+  EXPECT_GE(workbench::peak_extra_heap_bytes([&] { m.forward(x, x, x); }), weights)
+      << "with need_weights, the weights are returned";
 }
 
 TEST(MultiheadCrossAttention, EveryUnmaskedRowSumsToOne) {

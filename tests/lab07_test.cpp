@@ -1,6 +1,7 @@
 // Lab 07: efficient attention, checked against lab 00's softmax and single_head_attention, lab
 // 01's layer, the PyTorch fixtures, and a count of the heap bytes each call allocates.
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "support/fixtures.hpp"
 #include "support/random_tokens.hpp"
 #include "support/torch_parity.hpp"
+#include "tensors/npy_io.hpp"
 #include "util/heap_meter.hpp"
 
 namespace minimodel {
@@ -316,6 +318,127 @@ TEST(EfficientForward, RejectsXOfTheWrongWidth) {
         efficient_forward(layer, random_tokens(1, 3, 16, 27), false, {8, 0});
       },
       {"tiles", "8 x 0"}));
+}
+
+// ---- Block C: lab 06's layer, output only ------------------------------------------------------
+
+// Lab 06's tolerance against lab 06: with random biases the outputs reach about 2, and float32
+// rounds them differently in another order of summation by about 1e-6 (a few units in the last
+// place); 1e-5 still catches a missing bias or mask, which moves them by 1e-2 or more.
+constexpr double kLab06Tolerance = 1e-5;
+
+// Lab 06's layer with Xavier weights from `seed` and random biases, so that every bias counts.
+MultiheadCrossAttention cross_layer(std::size_t d_model, std::size_t H, int seed) {
+  const MultiheadCrossAttention init(d_model, H, static_cast<std::uint64_t>(seed), false);
+  const auto bias = [&](int offset) {
+    return std::optional<Tensor1>(xt::view(random_matrix(1, d_model, seed + offset), 0));
+  };
+  return MultiheadCrossAttention(init.w_q(), init.w_k(), init.w_v(), init.w_o(), bias(1), bias(2),
+                                 bias(3), bias(4), H);
+}
+
+TEST(EfficientCrossForward, MatchesTheTorchFixturesOfLab06) {
+  for (const char* name : {"cross_padding", "cross_attn_mask", "cross_no_bias"}) {
+    SCOPED_TRACE(name);
+    const Fixture fixture(name);
+    const bool bias = fixture.meta().at("bias").get<bool>();
+    const auto b = [&](const char* which) {
+      return bias ? std::optional<Tensor1>(fixture.array<1>(which)) : std::nullopt;
+    };
+    const MultiheadCrossAttention layer(fixture.array<2>("w_q"), fixture.array<2>("w_k"),
+                                        fixture.array<2>("w_v"), fixture.array<2>("w_o"), b("b_q"),
+                                        b("b_k"), b("b_v"), b("b_o"),
+                                        fixture.meta().at("n_heads").get<std::size_t>());
+    CrossAttentionOptions options;
+    options.key_padding_mask = BoolTensor2(workbench::load_npy_bool(
+        std::filesystem::path(MINIMODEL_FIXTURES_DIR) / name / "key_padding_mask.npy"));
+    if (fixture.meta().at("attn_mask").get<bool>())
+      options.attn_mask = as_attn_mask(fixture.array<2>("attn_mask"));
+    EXPECT_TRUE(
+        all_close(efficient_forward(layer, fixture.array<3>("query"), fixture.array<3>("key"),
+                                    fixture.array<3>("value"), options, false, {2, 3}),
+                  fixture.array<3>("y"), kTorchTolerance));
+  }
+}
+
+TEST(EfficientCrossForward, EqualsLab06ForwardWithBiasesMasksTransformAndCausal) {
+  // S != T, tiles that divide neither; sequence 1 pads its last 20 keys, and its query 5 has no
+  // key left (output b_o); the attn_mask adds soft values and removes keys of its own.
+  constexpr std::size_t B = 2, T = 37, S = 53, d_model = 32, H = 4;
+  MultiheadCrossAttention layer = cross_layer(d_model, H, 40);
+  const Tensor3 query = random_tokens(B, T, d_model, 41), kv = random_tokens(B, S, d_model, 42);
+  BoolTensor2 padding = xt::zeros<bool>({B, S});
+  xt::view(padding, 1, xt::range(S - 20, S)) = true;
+  Tensor4 attn_mask = xt::view(random_tokens(B, T, S, 43), xt::all(), xt::newaxis()) * 0.5f;
+  for (std::size_t t = 0; t < T; ++t) attn_mask(0, 0, t, (7 * t) % S) = -kInf;
+  xt::view(attn_mask, 1, 0, 5, xt::range(0, S - 20)) = kMaskedScore;
+
+  struct Options {
+    const char* name;
+    CrossAttentionOptions options;
+  };
+  std::vector<Options> cases(4);
+  cases[0].name = "no mask";
+  cases[1].name = "key padding";
+  cases[1].options.key_padding_mask = padding;
+  cases[2].name = "key padding and a per-sequence attn_mask";
+  cases[2].options.key_padding_mask = padding;
+  cases[2].options.attn_mask = attn_mask;
+  cases[3].name = "transform_qk and an attn_mask shared by the batch";
+  cases[3].options.attn_mask = Tensor4(xt::view(attn_mask, xt::range(0, 1)));
+  // A map that keeps the shapes and, like RoPE, depends on the key's position, so that the key
+  // bias no longer adds the same to every score of a row (where softmax would cancel it).
+  cases[3].options.transform_qk = [](Tensor4& q, Tensor4& k) {
+    q = q * 1.5f;
+    for (std::size_t s = 0; s < k.shape(2); ++s)
+      xt::view(k, xt::all(), xt::all(), s) *= 1.0f + 0.05f * static_cast<float>(s);
+  };
+  for (Options& c : cases) {
+    SCOPED_TRACE(c.name);
+    c.options.need_weights = false;
+    const Tensor3 expected = layer.forward(query, kv, kv, c.options).output;
+    EXPECT_TRUE(all_close(efficient_forward(layer, query, kv, kv, c.options, false, {16, 8}),
+                          expected, kLab06Tolerance));
+  }
+
+  SCOPED_TRACE("causal, tiles skipped, against lab 06 with causal_mask(T)");
+  const Tensor3 self = random_tokens(B, S, d_model, 44);
+  CrossAttentionOptions masked;
+  masked.attn_mask = as_attn_mask(causal_mask(S));
+  const Tensor3 expected = layer.forward(self, self, self, masked).output;
+  EXPECT_TRUE(all_close(efficient_forward(layer, self, self, self, {}, true, {8, 16}), expected,
+                        kLab06Tolerance));
+}
+
+TEST(EfficientCrossForward, AllocatesNothingOfSizeTTimesS) {
+  // The projections are (T, 32) and (S, 32), 128 KiB each at T = S = 1024; the bound is a quarter
+  // of one head's (T, S) weights, 1 MiB. Lab 06's forward keeps every head's weights, 8 MiB here.
+  constexpr std::size_t T = 1024, d_model = 32;
+  const MultiheadCrossAttention layer = cross_layer(d_model, 2, 45);
+  const Tensor3 x = random_tokens(1, T, d_model, 46);
+  efficient_forward(layer, x, x, x);  // a first call may set up reusable buffers
+  EXPECT_LT(workbench::peak_extra_heap_bytes([&] { efficient_forward(layer, x, x, x, {}, true); }),
+            T * T * sizeof(float) / 4);
+}
+
+TEST(EfficientCrossForward, RejectsWhatForwardRejectsAndDropoutInTraining) {
+  MultiheadCrossAttention layer(16, 4, 47, true, 0.1f);
+  const Tensor3 q = random_tokens(2, 3, 16, 48), kv = random_tokens(2, 5, 16, 49);
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] { efficient_forward(layer, random_tokens(2, 3, 12, 48), kv, kv); },
+      {"query", "(2, 3, 12)", "16"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { efficient_forward(layer, q, kv, random_tokens(2, 4, 16, 50)); },
+                              {"(2, 5, 16)", "(2, 4, 16)"}));
+  CrossAttentionOptions options;
+  options.key_padding_mask = BoolTensor2(xt::zeros<bool>({2, 4}));
+  EXPECT_TRUE(throws_invalid_argument([&] { efficient_forward(layer, q, kv, kv, options); },
+                                      {"key_padding_mask", "(2, 4)", "(2, 5)"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { efficient_forward(layer, q, kv, kv, {}, true); },
+                                      {"causal", "(2, 3, 16)", "(2, 5, 16)"}));
+  layer.train();
+  EXPECT_TRUE(throws_invalid_argument([&] { efficient_forward(layer, q, kv, kv); },
+                                      {"training", "dropout"}));
 }
 
 }  // namespace

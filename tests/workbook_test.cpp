@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmanipulation.hpp>
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
@@ -146,6 +148,45 @@ TEST_F(WorkbookAttend, WithoutAttnOutTheEfficientLayerMatchesTorchAndWritesNoWei
       EXPECT_TRUE(all_close(y, expected.array<2>("y"), testing::kTorchTolerance));
     else
       EXPECT_TRUE(all_close(y, expected.array<3>("y"), testing::kTorchTolerance));
+    EXPECT_FALSE(fs::exists(attn()));
+    fs::remove(out());
+  }
+}
+
+TEST_F(WorkbookAttend, WithoutAttnOutLab06OptionsGiveTheSameYAsLab06Forward) {
+  // mha_batched: X (2, 5, 16), 4 heads. Without --attn-out these run lab 07's efficient_forward
+  // on lab 06's layer; with it, lab 06's forward. Their tolerance is lab 06's, 1e-5.
+  const fs::path bias = scratch_ / "bias.npy", padding = scratch_ / "padding.npy",
+                 kv = scratch_ / "kv.npy";
+  xt::dump_npy(bias.string(), xt::xarray<float>(xt::linspace<float>(-1.0f, 1.0f, 16)));
+  xt::dump_npy(padding.string(), xt::xarray<bool>{{false, false, false, true, true},
+                                                  {false, false, false, false, false}});
+  const xt::xarray<float> x = testing::Fixture("mha_batched").array<3>("x");
+  xt::dump_npy(kv.string(), xt::xarray<float>(xt::flip(x, 1) * 0.5f));
+  const std::map<std::string, std::string> biases = {{"--bq", bias.string()},
+                                                     {"--bk", bias.string()},
+                                                     {"--bv", bias.string()},
+                                                     {"--bo", bias.string()}};
+  auto with = [&](std::map<std::string, std::string> flags,
+                  const std::map<std::string, std::string>& more) {
+    flags.insert(more.begin(), more.end());
+    return flags;
+  };
+  for (const auto& [name, flags] :
+       {std::pair{"biases, key padding, causal",
+                  with(biases, {{"--key-padding-mask", padding.string()}, {"--causal", ""}})},
+        {"RoPE at default positions, causal", {{"--rope-theta", "10000"}, {"--causal", ""}}},
+        {"cross-attention over --kv with biases, pre-LN block",
+         with(biases, {{"--kv", kv.string()}, {"--block", "pre-ln"}})}}) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(workbook(args("mha_batched", flags), scratch_).status, 0);
+    const xt::xarray<float> lab06 = xt::load_npy<float>(out().string());
+    fs::remove(out());
+    fs::remove(attn());
+    const CommandResult run =
+        workbook(args("mha_batched", with({{"--attn-out", kLeftOut}}, flags)), scratch_);
+    ASSERT_EQ(run.status, 0) << run.stderr_text;
+    EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), lab06, 1e-5));
     EXPECT_FALSE(fs::exists(attn()));
     fs::remove(out());
   }

@@ -4,9 +4,12 @@
 //
 // Which labs' code runs:
 //   no bias, --kv, --key-padding-mask or --rope-theta  lab 01's MultiHeadAttention (+ lab 02's
-//   mask) any of them                                        lab 06's MultiheadCrossAttention, with
+//                                                      mask)
+//   any of them                                        lab 06's MultiheadCrossAttention, with
 //                                                      lab 05's RoPE as its transform_qk
-//   --block                                            lab 04's attention_block around either
+//   no --attn-out                                      lab 07's efficient_forward for either
+//                                                      layer: no weights are ever formed
+//   --block                                            lab 04's attention_block around it
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -173,9 +176,9 @@ Result attend(const workbench::AttendOptions& o) {
         "it cannot be combined with --kv");
   if (!o.positions.empty() && !rope) reject("--positions needs --rope-theta");
 
-  // 2. The attention: lab 07's efficient layer when no weights are asked for, lab 01's when they
-  //    are, or lab 06's when a lab 05/06 feature is asked for. Only the latter two build the
-  //    (T, T) causal mask, and keep (B, H, T, S) weights.
+  // 2. The attention: lab 01's layer, or lab 06's when a lab 05/06 feature is asked for, run by
+  //    lab 07's efficient_forward when no weights are asked for. Only with weights is the (T, T)
+  //    causal mask built, and (B, H, T, S) weights kept.
   const auto causal_mask = [&] {
     return o.causal ? std::optional<Tensor2>(minimodel::causal_mask(T)) : std::nullopt;
   };
@@ -202,8 +205,9 @@ Result attend(const workbench::AttendOptions& o) {
                   load_bias(o.b_v, "--bv", d), load_bias(o.b_o, "--bo", d), o.heads);
     if (!o.key_padding_mask.empty())
       options.key_padding_mask = load_padding(o.key_padding_mask, kv ? *kv : x, batched);
-    if (const auto mask = causal_mask()) options.attn_mask = minimodel::as_attn_mask(*mask);
     options.need_weights = !o.attn_out.empty();
+    if (const auto mask = causal_mask(); mask && options.need_weights)
+      options.attn_mask = minimodel::as_attn_mask(*mask);
     if (rope) {
       const minimodel::Positions positions = load_positions(o, T);
       // The table holds every position up to the largest: its bytes must fit in memory at all.
@@ -221,6 +225,8 @@ Result attend(const workbench::AttendOptions& o) {
     }
     attention = [&](const Tensor3& h) {
       const Tensor3& source = kv ? *kv : h;  // self-attention attends over its own input
+      if (!options.need_weights)
+        return minimodel::efficient_forward(*cross, h, source, source, options, o.causal);
       minimodel::AttentionOutput r = cross->forward(h, source, source, options);
       if (r.weights) weights = std::move(*r.weights);
       return std::move(r.output);

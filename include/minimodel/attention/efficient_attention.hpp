@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "minimodel/attention/attention.hpp"
+#include "minimodel/attention/cross_attention.hpp"
 
 namespace minimodel {
 
@@ -103,6 +104,23 @@ inline Tensor2 tiled_attention(const Tensor2& q, const Tensor2& k, const Tensor2
 /// copies, and no (B, H, T, T) weights. Leaves layer.attention_weights() as it was.
 /// @throws std::invalid_argument if x is not (·, ·, d_model) or a tile size is 0.
 Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, bool causal = false,
+                          Tiles tiles = {});
+
+/// Block C. Lab 06's layer, output only: equal to layer.forward(query, key, value,
+/// options).output in evaluation mode, computed head by head with tiled_attention, with the
+/// layer's biases, options.key_padding_mask, options.attn_mask and options.transform_qk. `causal`
+/// is lab 02's mask, by skipping tiles (T = S). A padding or attn mask becomes one additive (T, S)
+/// table per sequence, no larger than the masks passed in; without them, nothing of size T · S
+/// is allocated. options.need_weights is not read: this function never forms the weights.
+/// query (B, T, d_model), key and value (B, S, d_model) -> (B, T, d_model).
+/// @throws std::invalid_argument for the inputs layer.forward rejects (an input not
+///         (·, ·, d_model), batch sizes or key and value lengths that differ, a mask of another
+///         shape, a transform_qk that changes a shape), and if causal has T != S, a tile size is
+///         0, or the layer is in training mode with dropout (which acts on the weights); the
+///         message names the shapes.
+Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& query,
+                          const Tensor3& key, const Tensor3& value,
+                          const CrossAttentionOptions& options = {}, bool causal = false,
                           Tiles tiles = {});
 
 }  // namespace minimodel

@@ -198,7 +198,8 @@ AttentionOutput MultiheadCrossAttention::forward(const Tensor3& query, const Ten
   constexpr float kRemoved = -std::numeric_limits<float>::infinity();
 
   Tensor4 context({B, H, T, d_head()});
-  Tensor4 weights({B, H, T, S});
+  Tensor4 weights;  // (B, H, T, S), kept only if asked for: H · T · S floats per sequence
+  if (options.need_weights) weights = Tensor4::from_shape({B, H, T, S});
   for (std::size_t b = 0; b < B; ++b) {
     // 4. One additive (T, S) table per sequence, shared by its heads: -inf where a key is removed
     //    (exp gives exactly 0), the attn_mask's value elsewhere. A fully masked row is left at 0
@@ -229,8 +230,8 @@ AttentionOutput MultiheadCrossAttention::forward(const Tensor3& query, const Ten
       // 7. Dropout, training mode only: zero with probability p, scale the rest by 1 / (1 - p).
       if (drop)
         for (float& weight : w) weight = dropped(generator_) ? 0.0f : weight * keep_scale;
-      xt::view(context, b, h) = xt::linalg::dot(w, v_bh);  // (T, d_head)
-      xt::view(weights, b, h) = w;                         // the dropped weights, as torch returns
+      xt::view(context, b, h) = xt::linalg::dot(w, v_bh);     // (T, d_head)
+      if (options.need_weights) xt::view(weights, b, h) = w;  // the dropped ones, as torch returns
     }
   }
 

@@ -3,6 +3,8 @@
 
 #include <cblas.h>
 #include <xsimd/xsimd.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +12,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -401,6 +404,125 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
     }
   }
   return y;
+}
+
+// ---- Block C: lab 06's layer, output only ---------------------------------------------------
+
+namespace {
+
+void check_cross_inputs(const MultiheadCrossAttention& layer, const Tensor3& query,
+                        const Tensor3& key, const Tensor3& value,
+                        const CrossAttentionOptions& options, bool causal, const Tiles& tiles) {
+  const std::string where = "efficient_forward: ";
+  const std::size_t d_model = layer.d_model();
+  for (const auto& [name, x] : {std::pair{"query", &query}, {"key", &key}, {"value", &value}})
+    if (x->shape(2) != d_model)
+      throw std::invalid_argument(where + name + " is " + shape_of(*x) + " but d_model is " +
+                                  std::to_string(d_model));
+  if (key.shape(0) != query.shape(0) || value.shape(0) != query.shape(0))
+    throw std::invalid_argument(where + "query is " + shape_of(query) + " but key is " +
+                                shape_of(key) + " and value is " + shape_of(value) +
+                                "; the batch sizes must match");
+  if (value.shape(1) != key.shape(1))
+    throw std::invalid_argument(where + "key is " + shape_of(key) + " but value is " +
+                                shape_of(value) + "; they need one row per key");
+  const std::size_t B = query.shape(0), T = query.shape(1), S = key.shape(1);
+  if (const auto& m = options.key_padding_mask; m && (m->shape(0) != B || m->shape(1) != S))
+    throw std::invalid_argument(where + "key_padding_mask is " + shape_of(*m) +
+                                " but must be (B, S) = " + shape(B, S));
+  if (const auto& m = options.attn_mask;
+      m && !((m->shape(0) == B || m->shape(0) == 1) && m->shape(1) == 1 && m->shape(2) == T &&
+             m->shape(3) == S))
+    throw std::invalid_argument(where + "attn_mask is " + shape_of(*m) +
+                                " but must be (B or 1, 1, T, S) = (" + std::to_string(B) +
+                                " or 1, 1, " + std::to_string(T) + ", " + std::to_string(S) + ")");
+  if (causal && T != S)
+    throw std::invalid_argument(where + "causal needs T = S, but query is " + shape_of(query) +
+                                " and key " + shape_of(key));
+  if (tiles.queries == 0 || tiles.keys == 0)
+    throw std::invalid_argument(where + "tiles are " + tiles_text(tiles) +
+                                " but must be at least 1 x 1");
+  if (layer.training() && layer.dropout() > 0.0f)
+    throw std::invalid_argument(where + "the layer is in training mode with dropout " +
+                                std::to_string(layer.dropout()) +
+                                ", which needs the weights; call forward, or train(false)");
+}
+
+// x (B, N, d_in) @ w (d_in, d_out) + b (d_out) -> (B, N, d_out): one GEMM over all B·N rows.
+Tensor3 project(const Tensor3& x, const Tensor2& w, const std::optional<Tensor1>& b) {
+  Tensor3 out = Tensor3::from_shape({x.shape(0), x.shape(1), w.shape(1)});
+  const std::size_t rows = x.shape(0) * x.shape(1);
+  gemm({x.data(), rows, x.shape(2), x.shape(2)}, view_of(w),
+       {out.data(), rows, w.shape(1), w.shape(1)});
+  if (b) out += *b;  // the bias broadcasts over the rows
+  return out;
+}
+
+}  // namespace
+
+// query (B, T, d_model), key and value (B, S, d_model) -> (B, T, d_model)
+Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& query,
+                          const Tensor3& key, const Tensor3& value,
+                          const CrossAttentionOptions& options, bool causal, Tiles tiles) {
+  check_cross_inputs(layer, query, key, value, options, causal, tiles);
+  const std::size_t B = query.shape(0), T = query.shape(1), S = key.shape(1);
+  const std::size_t H = layer.n_heads(), d_model = layer.d_model(), d_head = layer.d_head();
+
+  // 1. Project each role with its own input and bias, as lab 06 does.
+  const Tensor3 q = project(query, layer.w_q(), layer.b_q());  // (B, T, d_model)
+  const Tensor3 k = project(key, layer.w_k(), layer.b_k());    // (B, S, d_model)
+  const Tensor3 v = project(value, layer.w_v(), layer.b_v());  // (B, S, d_model)
+
+  // 2. A position scheme acts on per-head queries and keys, so only then are they split into
+  //    heads, (B, H, T or S, d_head); otherwise each head reads its columns in place.
+  std::optional<Tensor4> q_heads, k_heads;
+  if (options.transform_qk) {
+    q_heads = split_heads(q, H);
+    k_heads = split_heads(k, H);
+    const auto q_shape = q_heads->shape(), k_shape = k_heads->shape();
+    const std::string before = shape_of(*q_heads) + " and " + shape_of(*k_heads);
+    options.transform_qk(*q_heads, *k_heads);
+    if (q_heads->shape() != q_shape || k_heads->shape() != k_shape)
+      throw std::invalid_argument("efficient_forward: transform_qk changed q and k from " + before +
+                                  " to " + shape_of(*q_heads) + " and " + shape_of(*k_heads) +
+                                  "; it must keep their shapes");
+  }
+  // Head h of sequence b: a (rows, d_head) view of the split heads, or of the projection's columns.
+  const auto head = [&](const Tensor3& projected, const std::optional<Tensor4>& split,
+                        std::size_t b, std::size_t h) -> MatrixView {
+    const std::size_t rows = projected.shape(1);
+    if (split) return {split->data() + (b * H + h) * rows * d_head, rows, d_head, d_head};
+    return {projected.data() + b * rows * d_model + h * d_head, rows, d_head, d_model};
+  };
+
+  Tensor3 context = Tensor3::from_shape({B, T, d_model});  // heads side by side: merged already
+  const bool masked = options.key_padding_mask || options.attn_mask;
+  Tensor2 additive;  // (T, S), if masked: reused by every sequence
+  const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
+  for (std::size_t b = 0; b < B; ++b) {
+    // 3. This sequence's additive table: the attn_mask's values (it may be shared by the batch),
+    //    and kMaskedScore in the columns of padded keys. The kernel removes both.
+    if (masked) {
+      const auto& m = options.attn_mask;
+      additive = m ? Tensor2(xt::view(*m, m->shape(0) == 1 ? 0 : b, 0))
+                   : Tensor2(xt::zeros<float>({T, S}));
+      if (const auto& padding = options.key_padding_mask)
+        for (std::size_t s = 0; s < S; ++s)
+          if ((*padding)(b, s)) xt::view(additive, xt::all(), s) = kMaskedScore;
+    }
+    // 4. Each head with the kernel, writing its columns of the context; heads on the threads.
+    const BlasThreads one_blas_thread(1);
+    parallel_for(H, threads, [&](std::size_t h, std::size_t) {
+      TiledOptions tiled;
+      tiled.mask = masked ? &additive : nullptr;
+      tiled.causal = causal;
+      tiled.tiles = tiles;
+      tiled_attention(head(q, q_heads, b, h), head(k, k_heads, b, h), head(v, std::nullopt, b, h),
+                      {context.data() + b * T * d_model + h * d_head, T, d_head, d_model}, tiled);
+    });
+  }
+  // 5. Mix the heads with W_O (+ b_o).
+  return project(context, layer.w_o(), layer.b_o());
 }
 
 }  // namespace minimodel
