@@ -133,6 +133,30 @@ TEST(TiledAttention, EqualsSingleHeadAttentionWithAnAdditiveMask) {
                         single_head_attention(q, k, v, finite).output, kTolerance));
 }
 
+TEST(TiledAttention, EqualsSingleHeadAttentionWithAKeyPaddingMask) {
+  // A key-padding mask removes whole columns: here keys 0-7, one whole key tile, so that every row
+  // starts with a tile that has no key left, and keys 25-29, the end of the last tile. Alone, and
+  // with causal, where query t < 8 has no key left at all (zeros; lab 00 would average it).
+  const Tensor2 q = random_matrix(30, 8, 16), k = random_matrix(30, 8, 17),
+                v = random_matrix(30, 8, 18);
+  Tensor2 padding = xt::zeros<float>({30, 30});
+  xt::view(padding, xt::all(), xt::range(0, 8)) = kMaskedScore;
+  xt::view(padding, xt::all(), xt::range(25, 30)) = kMaskedScore;
+  TiledOptions options;
+  options.mask = &padding;
+  options.tiles = {8, 8};
+  EXPECT_TRUE(all_close(tiled_attention(q, k, v, options),
+                        single_head_attention(q, k, v, padding).output, kTolerance));
+
+  options.causal = true;
+  const Tensor2 both = xt::minimum(padding, causal_mask(30));
+  const Tensor2 out = tiled_attention(q, k, v, options);
+  EXPECT_TRUE(all_close(xt::view(out, xt::range(0, 8)), xt::zeros<float>({8, 8}), 0.0));
+  EXPECT_TRUE(all_close(xt::view(out, xt::range(8, 30)),
+                        xt::view(single_head_attention(q, k, v, both).output, xt::range(8, 30)),
+                        kTolerance));
+}
+
 TEST(TiledAttention, CausalEqualsTheCausalMaskAndSkipsEveryTileAboveTheDiagonal) {
   const Tensor2 q = random_matrix(100, 8, 10), k = random_matrix(100, 8, 11),
                 v = random_matrix(100, 8, 12);
