@@ -21,8 +21,8 @@ endfunction()
 #
 # Sets, in the caller's scope: MINIMODEL_LABS (the lab numbers in order) and, for each lab NN,
 # MINIMODEL_LAB_NN_SLUG, MINIMODEL_LAB_NN_PREREQUISITES, MINIMODEL_LAB_NN_LEARNER_FILES,
-# MINIMODEL_LAB_NN_REFERENCE_FILES and MINIMODEL_LAB_NN_{TESTS,VERIFY,EXPERIMENT} (paths from the
-# registry's "layout" patterns).
+# MINIMODEL_LAB_NN_REFERENCE_FILES, MINIMODEL_LAB_NN_REFERENCE_LINKS and
+# MINIMODEL_LAB_NN_{TESTS,VERIFY,EXPERIMENT} (paths from the registry's "layout" patterns).
 function(minimodel_read_registry json_file)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${json_file})
   file(READ ${json_file} registry)
@@ -63,6 +63,17 @@ function(minimodel_read_registry json_file)
       endforeach()
     endif()
     set(MINIMODEL_LAB_${number}_PREREQUISITES ${prerequisites} PARENT_SCOPE)
+    # Optional: libraries only the reference links (e.g. lab 07's SIMD row loops).
+    string(JSON n_links ERROR_VARIABLE no_links LENGTH "${registry}" labs ${i} reference_links)
+    set(links "")
+    if(NOT no_links AND n_links GREATER 0)
+      math(EXPR last_link "${n_links} - 1")
+      foreach(j RANGE ${last_link})
+        string(JSON link GET "${registry}" labs ${i} reference_links ${j})
+        list(APPEND links ${link})
+      endforeach()
+    endif()
+    set(MINIMODEL_LAB_${number}_REFERENCE_LINKS ${links} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_LEARNER_FILES ${learner} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_REFERENCE_FILES ${reference} PARENT_SCOPE)
   endforeach()
@@ -93,6 +104,9 @@ function(minimodel_lab_code number)
       add_library(${library} STATIC ${sources})
       target_link_libraries(${library} PUBLIC minimodel_api minimodel_tensor minimodel_${impl}_name
                                               ${prerequisites} PRIVATE minimodel_warnings)
+      if(impl STREQUAL "reference")
+        target_link_libraries(${library} PRIVATE ${MINIMODEL_LAB_${number}_REFERENCE_LINKS})
+      endif()
     else()  # a lab being added: nothing to compile yet
       add_library(${library} INTERFACE)
       target_link_libraries(${library} INTERFACE minimodel_api ${prerequisites})
@@ -132,8 +146,11 @@ function(minimodel_lab number)
   target_link_libraries(${lab}_test_objects PUBLIC minimodel_test_support PRIVATE minimodel_warnings)
   add_library(${lab}_verify_objects OBJECT ${verify})
   target_link_libraries(${lab}_verify_objects PUBLIC lab_setup PRIVATE minimodel_warnings)
+  # Absolute paths into the source tree: its experiment folder, and committed data such as
+  # verify/data/, found from a build in any folder.
   target_compile_definitions(${lab}_verify_objects PRIVATE
-    MINIMODEL_EXPERIMENT_DIR="${PROJECT_SOURCE_DIR}/${MINIMODEL_LAB_${number}_EXPERIMENT}")
+    MINIMODEL_EXPERIMENT_DIR="${PROJECT_SOURCE_DIR}/${MINIMODEL_LAB_${number}_EXPERIMENT}"
+    MINIMODEL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
   foreach(impl IN ITEMS learner reference)
     add_executable(test-${lab}-${impl})

@@ -2,7 +2,6 @@
 #include "minimodel/attention/efficient_attention.hpp"
 
 #include <cblas.h>
-#include <xsimd/xsimd.hpp>
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "minimodel/shapes.hpp"
+#include "simd_rows.hpp"
 
 namespace minimodel {
 namespace {
@@ -67,39 +67,18 @@ void check_kernel_inputs(MatrixView q, MatrixView k, MatrixView v, MutableMatrix
                                 " but must be at least 1 x 1");
 }
 
-// max over row[0, n).
+// max over row[0, n), with the widest instruction set this CPU has (simd_rows.hpp).
 float row_max(const float* row, std::size_t n) {
-  using Batch = xsimd::batch<float>;
-  std::size_t j = 0;
-  float result = kMinusInfinity;
-  if (n >= Batch::size) {
-    Batch maxima = Batch::load_unaligned(row);
-    for (j = Batch::size; j + Batch::size <= n; j += Batch::size)
-      maxima = xsimd::max(maxima, Batch::load_unaligned(row + j));
-    alignas(Batch::arch_type::alignment()) float lanes[Batch::size];
-    maxima.store_aligned(lanes);
-    result = *std::max_element(lanes, lanes + Batch::size);
-  }
-  for (; j < n; ++j) result = std::max(result, row[j]);
-  return result;
+  static auto dispatched = xsimd::dispatch<simd::Archs>(simd::RowMax{});
+  return dispatched(row, n);
 }
 
 // row[j] = exp(row[j] - max) for j < n; returns their sum. The exponentials are most of the work
-// outside the two SGEMMs: xsimd's vectorised exp does as many at once as the build's instruction
-// set holds (4 with the default SSE2, 8 with MINIMODEL_NATIVE on an AVX2 machine).
+// outside the two SGEMMs: xsimd's vectorised exp does 4 at once with SSE2, 8 with AVX2 and 16
+// with AVX-512, whichever this CPU has.
 float exponentiate_row(float* row, std::size_t n, float max) {
-  using Batch = xsimd::batch<float>;
-  const Batch shift(max);
-  Batch sums(0.0f);
-  std::size_t j = 0;
-  for (; j + Batch::size <= n; j += Batch::size) {
-    const Batch e = xsimd::exp(Batch::load_unaligned(row + j) - shift);
-    e.store_unaligned(row + j);
-    sums += e;
-  }
-  float sum = xsimd::hadd(sums);
-  for (; j < n; ++j) sum += row[j] = std::exp(row[j] - max);
-  return sum;
+  static auto dispatched = xsimd::dispatch<simd::Archs>(simd::ExponentiateRow{});
+  return dispatched(row, n, max);
 }
 
 // One tile of scores and the running state of its rows. Reused across calls: the first write to
