@@ -67,20 +67,6 @@ void check_kernel_inputs(MatrixView q, MatrixView k, MatrixView v, MutableMatrix
                                 " but must be at least 1 x 1");
 }
 
-// max over row[0, n), with the widest instruction set this CPU has (simd_rows.hpp).
-float row_max(const float* row, std::size_t n) {
-  static auto dispatched = xsimd::dispatch<simd::Archs>(simd::RowMax{});
-  return dispatched(row, n);
-}
-
-// row[j] = exp(row[j] - max) for j < n; returns their sum. The exponentials are most of the work
-// outside the two SGEMMs: xsimd's vectorised exp does 4 at once with SSE2, 8 with AVX2 and 16
-// with AVX-512, whichever this CPU has.
-float exponentiate_row(float* row, std::size_t n, float max) {
-  static auto dispatched = xsimd::dispatch<simd::Archs>(simd::ExponentiateRow{});
-  return dispatched(row, n, max);
-}
-
 // One tile of scores and the running state of its rows. Reused across calls: the first write to
 // fresh memory costs more than the arithmetic of a small tile.
 struct TileWorkspace {
@@ -237,7 +223,7 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
         }
         // 5. Online softmax, a tile row at a time: the new max, the rescale of what the row has
         //    summed and accumulated so far, then exp(score - max) in place of the scores.
-        const float tile_max = row_max(row, nk);
+        const float tile_max = simd::row_max(row, nk);
         const float new_max = std::max(ws.row_max[i], tile_max);
         if (new_max == kMinusInfinity) {  // no key of this row so far: -inf - -inf would be NaN
           std::fill_n(row, nk, 0.0f);
@@ -248,7 +234,7 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
           float* out_row = out_block + i * out.ld;
           for (std::size_t c = 0; c < d_v; ++c) out_row[c] *= factor;
         }
-        ws.row_sum[i] = ws.row_sum[i] * factor + exponentiate_row(row, nk, new_max);
+        ws.row_sum[i] = ws.row_sum[i] * factor + simd::exponentiate_row(row, nk, new_max);
         ws.row_max[i] = new_max;
       }
 
@@ -286,12 +272,13 @@ struct LayerWorkspace {
 // two heads at a time. The rest of the layer's scratch is O(block · d_model) per thread.
 constexpr std::size_t kKeyValueBytes = std::size_t{16} << 20;
 
-// Query rows per task: whole tiles; about four tasks per thread, so that the causal blocks
-// (whose cost grows with their position) even out; at most 512 rows, so that a block's buffers
-// stay in cache-sized chunks.
+// Query rows per task: whole tiles, at most 512 rows, so that a block's buffers stay small. One
+// thread takes the largest blocks (the fewer, the larger its GEMMs); several take about four
+// blocks each, so that the causal blocks, whose cost grows with their position, even out.
 std::size_t rows_per_task(std::size_t T, std::size_t threads, std::size_t tile) {
-  const std::size_t tiles_per_task = T / (4 * threads * tile);
-  return tile * std::clamp<std::size_t>(tiles_per_task, 1, std::max<std::size_t>(1, 512 / tile));
+  const std::size_t most = std::max<std::size_t>(1, 512 / tile);  // tiles per task
+  if (threads == 1) return tile * most;
+  return tile * std::clamp<std::size_t>(T / (4 * threads * tile), 1, most);
 }
 
 }  // namespace

@@ -9,16 +9,25 @@
 
 namespace minimodel::simd {
 
+/// max over row[0, n) (-inf if n = 0), with the widest instruction set this CPU has.
+float row_max(const float* row, std::size_t n);
+
+/// row[j] = exp(row[j] - max) for j < n, in place, with the widest instruction set this CPU has;
+/// returns their sum.
+float exponentiate_row(float* row, std::size_t n, float max);
+
+// ---- What they dispatch to ---------------------------------------------------------------------
+
 /// The instruction sets compiled, widest first, as xsimd::dispatch takes them.
 using Archs = xsimd::arch_list<xsimd::avx512f, xsimd::avx2, xsimd::sse2>;
 
-/// max over row[0, n); -inf if n = 0.
+/// row_max for one instruction set.
 struct RowMax {
   template <class Arch>
   float operator()(Arch, const float* row, std::size_t n) const;
 };
 
-/// row[j] = exp(row[j] - max) for j < n, in place; returns their sum.
+/// exponentiate_row for one instruction set.
 struct ExponentiateRow {
   template <class Arch>
   float operator()(Arch, float* row, std::size_t n, float max) const;

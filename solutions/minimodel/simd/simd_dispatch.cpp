@@ -1,0 +1,22 @@
+// The choice among simd_rows.cpp's copies, made once when the program starts. xsimd 8.1 reads the
+// CPU with an asm "cpuid" that is not volatile, so where its first call is inlined, GCC may hoist
+// the instruction out of the static's guard and run it on every call; under a hypervisor each
+// cpuid is a trap of tens of microseconds. Namespace-scope dispatchers keep it in the start-up
+// code.
+#include "simd_rows.hpp"
+
+namespace minimodel::simd {
+namespace {
+
+auto dispatched_row_max = xsimd::dispatch<Archs>(RowMax{});
+auto dispatched_exponentiate_row = xsimd::dispatch<Archs>(ExponentiateRow{});
+
+}  // namespace
+
+float row_max(const float* row, std::size_t n) { return dispatched_row_max(row, n); }
+
+float exponentiate_row(float* row, std::size_t n, float max) {
+  return dispatched_exponentiate_row(row, n, max);
+}
+
+}  // namespace minimodel::simd
