@@ -4,6 +4,7 @@ prints both side by side with their ratio. Maintainers only (needs Debian's pyth
 scripts/install-deps.sh --fixtures); nothing builds or tests with it.
 
     /usr/bin/python3 scripts/bench_torch.py [--threads N] [--repetitions R] [--quick]
+                                            [--build-dir DIR] [--record FILE]
 
 It first runs `build/bin/workbook bench --json --impl reference` with the same threads, then, per
 shape and causal or not, the median of R timed calls (after one warm-up) of:
@@ -12,11 +13,19 @@ shape and causal or not, the median of R timed calls (after one warm-up) of:
     torch 1.13, pytorch/pytorch#88669);
   - a plain torch implementation: four matmuls, softmax(Q Kᵀ/√d_head + mask) V per head.
 A ratio above 1 means the workbook's layer is faster.
+
+--record FILE also writes torch's figures as JSON: the date, the machine, the command, and per
+shape and causal or not the median ms and GF/s of each variant, with FLOPs counted as `workbook
+bench` counts them (causal at the full count). Lab 07's verify program plots them from
+verify/data/torch_timings.json, recorded on one thread with the default suite:
+
+    /usr/bin/python3 scripts/bench_torch.py --threads 1 --record verify/data/torch_timings.json
 """
 import argparse
 import json
 import math
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -33,6 +42,19 @@ def median_ms(call, repetitions):
         call()
         times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times)
+
+
+def attention_flops(T, d):
+    """workbench/bench/bench_suite.hpp's count: 8·T·d² + 4·T²·d, causal or not."""
+    return 8.0 * T * d * d + 4.0 * T * T * d
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
 
 
 def plain_attention(x, w_q, w_k, w_v, w_o, n_heads, mask):
@@ -76,6 +98,7 @@ def main():
     parser.add_argument("--repetitions", type=int, default=5, help="timed calls per case")
     parser.add_argument("--quick", action="store_true", help="the tiny shapes of --quick")
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
+    parser.add_argument("--record", metavar="FILE", help="also write torch's figures as JSON")
     args = parser.parse_args()
     # Torch's own threads and those of the BLAS beneath it, both fixed before torch loads.
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -102,11 +125,17 @@ def main():
     print(f"{'T':>6} {'d_model':>8} {'H':>4} {'causal':>7} {'layer':>20} {'ms':>10} "
           + " ".join(f"{'vs ' + layer:>9}" for layer in layers))
     ratios = {}  # (torch variant, workbook layer) -> [torch ms / workbook ms]
+    recorded = []  # torch's figures per shape, for --record
     for (T, d, H, causal), ours in shapes.items():
         shape = f"{T:>6} {d:>8} {H:>4} {'yes' if causal else 'no':>7}"
         for layer in layers:
             print(f"{shape} {layer + ' reference':>20} {ours[layer]:>10.3f}")
-        for name, ms in time_torch(T, d, H, causal, args.repetitions).items():
+        times = time_torch(T, d, H, causal, args.repetitions)
+        recorded.append({"T": T, "d_model": d, "n_heads": H, "causal": causal,
+                         "median_ms": {name: float(f"{ms:.4g}") for name, ms in times.items()},
+                         "gflops_per_s": {name: float(f"{attention_flops(T, d) / (ms * 1e6):.4g}")
+                                          for name, ms in times.items()}})
+        for name, ms in times.items():
             for layer in layers:
                 ratios.setdefault((name, layer), []).append(ms / ours[layer])
             print(f"{shape} {name:>20} {ms:>10.3f} "
@@ -116,6 +145,23 @@ def main():
     for (name, layer), values in ratios.items():
         geometric_mean = math.exp(statistics.mean(math.log(v) for v in values))
         print(f"  {name} vs {layer}: {geometric_mean:.2f}")
+
+    if args.record:
+        record = {
+            "about": "PyTorch's CPU attention timed by scripts/bench_torch.py on the shapes of "
+                     "`workbook bench`: the median of `repetitions` calls after one warm-up. GF/s "
+                     "counts 8·T·d_model² + 4·T²·d_model FLOPs per call, causal or not.",
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "machine": {"cpu": cpu_model(), "threads": args.threads,
+                        "torch": torch.__version__, "blas": workbook["machine"]["blas"]},
+            "command": shlex.join([sys.executable] + sys.argv),
+            "repetitions": args.repetitions,
+            "results": recorded,
+        }
+        with open(args.record, "w") as out:
+            json.dump(record, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        print(f"wrote {args.record}")
 
 
 if __name__ == "__main__":

@@ -375,6 +375,11 @@ TEST(WorkbookBench, QuickJsonReportsEveryShapeWithConsistentUnitsAndTheStoredWei
     runs.insert({row.at("layer"), std::size_t(T), row.at("causal").get<bool>()});
   }
   EXPECT_EQ(runs.size(), 8u) << "labs 01 and 07, two shapes each, causal and not";
+  // OpenBLAS's SGEMM on (128, 128) in the same run: 2·n³ FLOPs over its time.
+  const nlohmann::json& sgemm = report.at("machine").at("sgemm").at("reference");
+  EXPECT_EQ(sgemm.at("n"), 128);
+  EXPECT_NEAR(sgemm.at("gflops_per_s").get<double>(),
+              2.0 * 128 * 128 * 128 / (sgemm.at("median_ms").get<double>() * 1e6), 1e-6);
 }
 
 TEST(WorkbookBench, RejectsZeroThreads) {

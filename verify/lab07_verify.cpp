@@ -1,18 +1,31 @@
 // Lab 07 verify, in the order of the blocks: the online softmax survives rows that start with -inf
 // and rows with no key; a causal kernel skips the tiles above the diagonal (causal_tiles.png); the
 // tiled layer equals lab 01's on the toy sentence, causal and not; and the heap bytes of one call
-// grow as T² for lab 01 but as T for the tiled layer (memory_vs_T.png).
+// grow as T² for lab 01 but as T for the tiled layer (memory_vs_T.png). Then two measurements,
+// printed and kept in the manifest but never checked, since times on a shared machine drift 2×
+// from run to run: the time of one call against T, lab 01's and the tiled layer's (time_vs_T.png),
+// and the tiled layer's GF/s on `workbook bench`'s shapes against PyTorch's, recorded on another
+// machine and day in verify/data/torch_timings.json (gflops_vs_torch.png).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cblas.h>  // OpenBLAS: openblas_set_num_threads
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
 
+#include "bench/bench_suite.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
@@ -38,7 +51,28 @@ constexpr double kTolerance = 1e-6;  // the lab 07 tests' tolerance against labs
 constexpr double kLongTolerance = 1e-5;
 constexpr std::size_t kTileT = 256, kTile = 32;
 const std::vector<std::size_t> kLab01Lengths = {128, 256, 512, 1024};
+
+// The timings: one thread, one untimed call, then the median of kRepetitions calls. An unoptimised
+// build (CI's sanitizer run, at -O0) runs the kernel's loops many times slower, so it times the
+// short lengths only, once each; the printout and the figures say so.
+// Lab 01 stops earlier: it computes and stores (1, 8, T, T) weights, so its seven calls per length
+// would take 2 s at T = 1024 and about 10 s at 2048, of the 15 s the timings may add to CI's run.
+// The memory figure goes on to T = 16384 where the build is optimised (about 2 s more).
+#ifdef __OPTIMIZE__
+constexpr bool kOptimised = true;
+const std::vector<std::size_t> kTiledLengths = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+constexpr int kRepetitions = 3;
+const std::vector<std::size_t> kTimeLab01Lengths = {128, 256, 512};
+const std::vector<std::size_t> kTimeTiledLengths = {128, 256, 512, 1024, 2048, 4096};
+#else
+constexpr bool kOptimised = false;
 const std::vector<std::size_t> kTiledLengths = {128, 256, 512, 1024, 2048, 4096};
+constexpr int kRepetitions = 1;
+const std::vector<std::size_t> kTimeLab01Lengths = {128, 256};
+const std::vector<std::size_t> kTimeTiledLengths = {128, 256, 512};
+#endif
+constexpr std::size_t kTimeDModel = 512, kTimeHeads = 8;
+const std::string kTorchTimings = "verify/data/torch_timings.json";  // in the source tree
 
 std::string mib(double bytes) {
   char text[32];
@@ -46,14 +80,117 @@ std::string mib(double bytes) {
   return text;
 }
 
+std::string fixed(double value, int decimals) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+// "the median of 3 calls after a warm-up", or what an unoptimised build measures instead.
+std::string timing_text() {
+  return (kRepetitions == 1 ? std::string("one call")
+                            : "the median of " + std::to_string(kRepetitions) + " calls") +
+         " after a warm-up" + (kOptimised ? "" : ", unoptimised build");
+}
+
+double elapsed_ms(const std::function<void()>& call) {  // wall-clock
+  const auto start = std::chrono::steady_clock::now();
+  call();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+struct CallTimes {
+  double plain, causal;  // median ms of a call without and with the causal mask
+};
+
+// One layer on one input, not causal and causal, after one untimed call: the first touch of fresh
+// memory and of the buffers efficient_forward keeps for later calls, which both variants share.
+// The two alternate, so that whatever still settles after the warm-up weighs on both alike.
+CallTimes time_calls(const std::function<void(bool causal)>& call) {
+  call(false);
+  std::vector<double> plain, causal;
+  for (int i = 0; i < kRepetitions; ++i) {
+    plain.push_back(elapsed_ms([&] { call(false); }));
+    causal.push_back(elapsed_ms([&] { call(true); }));
+  }
+  return {median(plain), median(causal)};
+}
+
+Tensor3 random_tokens(std::size_t T, std::size_t d_model) {  // (1, T, d_model)
+  xt::random::seed(kSeed + T);
+  return xt::random::randn<float>({std::size_t{1}, T, d_model});
+}
+
+using ShapeKey = std::tuple<std::size_t, std::size_t, std::size_t, bool>;  // T, d_model, H, causal
+
+// What scripts/bench_torch.py --record wrote: torch MHA's GF/s per shape, and where it ran.
+struct TorchTimings {
+  std::string cpu, date, torch, blas;
+  int threads = 0;
+  std::map<ShapeKey, double> mha_gflops;
+};
+
+TorchTimings load_torch_timings(const std::filesystem::path& path) {
+  const std::string hint =
+      " (HINT: maintainers rewrite it with `/usr/bin/python3 "
+      "scripts/bench_torch.py --threads 1 --record " +
+      kTorchTimings + "`)";
+  std::ifstream file(path);
+  if (!file) throw std::runtime_error("cannot read " + path.string() + hint);
+  TorchTimings torch;
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(file);
+    const nlohmann::json& machine = doc.at("machine");
+    torch.cpu = machine.at("cpu").get<std::string>();
+    torch.threads = machine.at("threads").get<int>();
+    torch.torch = machine.at("torch").get<std::string>();
+    torch.blas = machine.at("blas").get<std::string>();
+    torch.date = doc.at("date").get<std::string>();
+    for (const auto& row : doc.at("results")) {
+      const ShapeKey key{row.at("T").get<std::size_t>(), row.at("d_model").get<std::size_t>(),
+                         row.at("n_heads").get<std::size_t>(), row.at("causal").get<bool>()};
+      torch.mha_gflops[key] = row.at("gflops_per_s").at("torch MHA").get<double>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path.string() + " is not what bench_torch.py records: " + e.what() +
+                             hint);
+  }
+  // The suite is workbench::kBenchSuite; a shape added there must be recorded here too.
+  for (const workbench::BenchShape& s : workbench::kBenchSuite)
+    for (const bool causal : {false, true})
+      if (torch.mha_gflops.count({s.T, s.d_model, s.n_heads, causal}) == 0)
+        throw std::runtime_error(path.string() + " has no torch MHA figure for T " +
+                                 std::to_string(s.T) + ", d_model " + std::to_string(s.d_model) +
+                                 ", H " + std::to_string(s.n_heads) +
+                                 (causal ? ", causal" : ", not causal") + hint);
+  return torch;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  nlohmann::json bench_suite = nlohmann::json::array();
+  for (const workbench::BenchShape& s : workbench::kBenchSuite)
+    bench_suite.push_back({{"T", s.T}, {"d_model", s.d_model}, {"n_heads", s.n_heads}});
   const nlohmann::json config = lab_setup::toy_config(
       {{"tiles", {{"queries", minimodel::Tiles{}.queries}, {"keys", minimodel::Tiles{}.keys}}},
        {"causal_tiles", {{"T", kTileT}, {"tile", kTile}}},
        {"memory_lab01_T", kLab01Lengths},
-       {"memory_tiled_T", kTiledLengths}});
+       {"memory_tiled_T", kTiledLengths},
+       {"time_d_model", kTimeDModel},
+       {"time_n_heads", kTimeHeads},
+       {"time_lab01_T", kTimeLab01Lengths},
+       {"time_tiled_T", kTimeTiledLengths},
+       {"time_threads", 1},
+       {"time_repetitions", kRepetitions},
+       {"bench_suite", bench_suite},
+       {"torch_timings", kTorchTimings}});
   return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
     const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size();
@@ -174,9 +311,13 @@ int main(int argc, char** argv) {
               lab01_bytes.back() >= stored, lab01_bytes.back(),
               mib(lab01_bytes.back()) + " >= " + mib(stored));
     const double t4096 = 4096.0 * 4096.0 * sizeof(float);
+    const double tiled4096 = tiled_bytes[5];  // kTiledLengths[5] = 4096 in either build
     run.check("efficient_forward at T = 4096 allocates less than one T x T float matrix",
-              tiled_bytes.back() < t4096, tiled_bytes.back(),
-              mib(tiled_bytes.back()) + " < " + mib(t4096));
+              tiled4096 < t4096, tiled4096, mib(tiled4096) + " < " + mib(t4096));
+    // What lab 01's weights alone would take beyond T = 1024: H·T² floats, computed, not run.
+    std::vector<double> weights_bytes;
+    for (const double length : tiled_T)
+      weights_bytes.push_back(double(kHeads) * length * length * sizeof(float));
 
     workbench::LinePlot memory;
     memory.title = "Lab 07: peak heap bytes of one call (d_model 64, H 4, causal)";
@@ -186,7 +327,153 @@ int main(int argc, char** argv) {
     memory.log_y = true;
     memory.series = {
         {lab01_T, lab01_bytes, "lab 01 forward: stores (H, T, T) weights"},
-        {tiled_T, tiled_bytes, "efficient_forward: its output; buffers reused across calls"}};
+        {tiled_T, tiled_bytes, "efficient_forward: its output; buffers reused across calls"},
+        {tiled_T, weights_bytes, "lab 01's weights alone, H·T² floats (computed, not run)"}};
     workbench::render_line_plot(run.artifact("memory_vs_T.png"), memory);
+
+    // Times, on one thread as above, so that they do not depend on the machine's core count.
+    const TorchTimings torch =
+        load_torch_timings(std::filesystem::path(MINIMODEL_SOURCE_DIR) / kTorchTimings);
+    openblas_set_num_threads(1);
+    // efficient_forward's times per (T, d_model, H), shared by both tables.
+    std::map<std::tuple<std::size_t, std::size_t, std::size_t>, CallTimes> tiled_ms;
+    const auto time_tiled = [&](const MultiHeadAttention& timed, const Tensor3& tokens_x) {
+      const auto key = std::make_tuple(tokens_x.shape(1), timed.d_model(), timed.n_heads());
+      if (tiled_ms.count(key) == 0)
+        tiled_ms[key] =
+            time_calls([&](bool causal) { minimodel::efficient_forward(timed, tokens_x, causal); });
+      return tiled_ms.at(key);
+    };
+    const std::string sizes =
+        "d_model " + std::to_string(kTimeDModel) + ", H " + std::to_string(kTimeHeads);
+    run.print("Time of one call on one thread, " + sizes + ", " + timing_text() +
+              " (measured, not checked):");
+    run.print("       T   lab 01 forward   + causal mask   efficient_forward     causal");
+    MultiHeadAttention wide(kTimeDModel, kTimeHeads, kSeed + 1);
+    std::vector<workbench::LineSeries> time_series = {
+        {{}, {}, "lab 01 forward"},
+        {{}, {}, "lab 01 forward with causal_mask(T): computes every score"},
+        {{}, {}, "efficient_forward"},
+        {{}, {}, "efficient_forward, causal: skips the tiles above the diagonal"}};
+    nlohmann::json time_rows = nlohmann::json::array();
+    for (const std::size_t length : kTimeTiledLengths) {
+      const Tensor3 tokens_x = random_tokens(length, kTimeDModel);
+      std::vector<double> columns;  // in the order of time_series; lab 01's only up to its last T
+      if (std::find(kTimeLab01Lengths.begin(), kTimeLab01Lengths.end(), length) !=
+          kTimeLab01Lengths.end()) {
+        const std::optional<Tensor2> mask = minimodel::causal_mask(length);
+        const std::optional<Tensor2> none = std::nullopt;
+        const CallTimes lab01 =
+            time_calls([&](bool causal) { wide.forward(tokens_x, causal ? mask : none); });
+        columns = {lab01.plain, lab01.causal};
+      } else {
+        columns = {std::nan(""), std::nan("")};
+      }
+      const CallTimes tiled_times = time_tiled(wide, tokens_x);
+      columns.insert(columns.end(), {tiled_times.plain, tiled_times.causal});
+      std::string cells[4];
+      for (std::size_t column = 0; column < 4; ++column) {
+        const double ms = columns[column];
+        if (std::isnan(ms)) continue;
+        time_series[column].x.push_back(double(length));
+        time_series[column].y.push_back(ms);
+        cells[column] = fixed(ms, 2) + " ms";
+        time_rows.push_back({{"layer", column < 2 ? "lab01 forward" : "efficient_forward"},
+                             {"T", length},
+                             {"d_model", kTimeDModel},
+                             {"n_heads", kTimeHeads},
+                             {"causal", column % 2 == 1},
+                             {"median_ms", ms}});
+      }
+      char line[128];
+      std::snprintf(line, sizeof line, "%8zu %16s %15s %19s %10s", length, cells[0].c_str(),
+                    cells[1].c_str(), cells[2].c_str(), cells[3].c_str());
+      run.print(line);
+    }
+    run.measure("time_vs_T", time_rows);
+
+    workbench::LinePlot time_plot;
+    time_plot.title = "Lab 07: time of one call on one thread (" + sizes + "), " + timing_text();
+    time_plot.x_label = "sequence length T";
+    time_plot.y_label = "milliseconds per call";
+    time_plot.log_x = true;
+    time_plot.log_y = true;
+    time_plot.series = time_series;
+    workbench::render_line_plot(run.artifact("time_vs_T.png"), time_plot);
+
+    // GF/s on `workbook bench`'s suite; an unoptimised build times only its short shapes.
+    const std::string recorded = "recorded on " + torch.cpu + ", " + torch.date;
+    run.print(
+        "GF/s on one thread on the shapes of `workbook bench`, FLOPs counted as it counts "
+        "them, causal or not (measured, not checked):");
+    run.print("efficient_forward: " + timing_text() + "; torch MHA: " + recorded + ", torch " +
+              torch.torch + ", " + std::to_string(torch.threads) + " thread (" + kTorchTimings +
+              ").");
+    run.print(
+        "     T  d_model    H  causal   efficient_forward ms     GF/s   torch MHA GF/s   "
+        "ratio");
+    std::vector<workbench::LineSeries> rate_series = {
+        {{}, {}, "efficient_forward, this run"},
+        {{}, {}, "efficient_forward, causal, this run"},
+        {{}, {}, "torch MHA, " + recorded},
+        {{}, {}, "torch MHA, causal, " + recorded}};
+    nlohmann::json rate_rows = nlohmann::json::array();
+    std::string shapes_text;
+    for (const workbench::BenchShape& s : workbench::kBenchSuite) {
+      shapes_text += (shapes_text.empty() ? "" : " ") + std::string("(") + std::to_string(s.T) +
+                     ", " + std::to_string(s.d_model) + ", " + std::to_string(s.n_heads) + ")";
+      for (const bool causal : {false, true}) {
+        rate_series[2 + causal].x.push_back(double(s.T));
+        rate_series[2 + causal].y.push_back(
+            torch.mha_gflops.at({s.T, s.d_model, s.n_heads, causal}));
+      }
+      if (s.T > kTimeTiledLengths.back()) continue;  // an unoptimised build's long shapes
+      const MultiHeadAttention layer_s(s.d_model, s.n_heads, kSeed + 1);
+      const CallTimes tiled_times = time_tiled(layer_s, random_tokens(s.T, s.d_model));
+      for (const bool causal : {false, true}) {
+        const double torch_gflops = torch.mha_gflops.at({s.T, s.d_model, s.n_heads, causal});
+        const double ms = causal ? tiled_times.causal : tiled_times.plain;
+        const double gflops = workbench::attention_flops(s) / (ms * 1e6);
+        rate_series[causal].x.push_back(double(s.T));
+        rate_series[causal].y.push_back(gflops);
+        char line[128];
+        std::snprintf(line, sizeof line, "%6zu %8zu %4zu %7s %22.2f %8.1f %16.1f %7.2f", s.T,
+                      s.d_model, s.n_heads, causal ? "yes" : "no", ms, gflops, torch_gflops,
+                      gflops / torch_gflops);
+        run.print(line);
+        rate_rows.push_back({{"T", s.T},
+                             {"d_model", s.d_model},
+                             {"n_heads", s.n_heads},
+                             {"causal", causal},
+                             {"median_ms", ms},
+                             {"gflops_per_s", gflops},
+                             {"torch_mha_gflops_per_s", torch_gflops},
+                             {"ratio", gflops / torch_gflops}});
+      }
+    }
+    openblas_set_num_threads(threads);
+    if (!kOptimised)
+      run.print("(unoptimised build: only the shapes with T <= " +
+                std::to_string(kTimeTiledLengths.back()) + ")");
+    run.print(
+        "ratio = efficient_forward's GF/s / torch MHA's: above 1, efficient_forward is "
+        "faster, on this machine against torch's.");
+    run.measure("gflops_vs_torch", {{"torch_recorded",
+                                     {{"file", kTorchTimings},
+                                      {"cpu", torch.cpu},
+                                      {"date", torch.date},
+                                      {"threads", torch.threads},
+                                      {"torch", torch.torch},
+                                      {"blas", torch.blas}}},
+                                    {"rows", rate_rows}});
+
+    workbench::LinePlot rate_plot;
+    rate_plot.title = "Lab 07: GF/s on one thread on the shapes of workbook bench" +
+                      std::string(kOptimised ? "" : " (unoptimised build)");
+    rate_plot.x_label = "T of the shape (T, d_model, H): " + shapes_text;
+    rate_plot.y_label = "GFLOP/s (causal counted at the full FLOPs)";
+    rate_plot.log_x = true;
+    rate_plot.series = rate_series;
+    workbench::render_line_plot(run.artifact("gflops_vs_torch.png"), rate_plot);
   });
 }

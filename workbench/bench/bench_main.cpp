@@ -14,6 +14,7 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>  // OpenBLAS's own: openblas_set_num_threads
 
+#include "bench/bench_suite.hpp"
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/efficient_attention.hpp"
 #include "minimodel/implementation.hpp"
@@ -24,22 +25,10 @@ namespace {
 using minimodel::Tensor2;
 using minimodel::Tensor3;
 
-struct Shape {
-  std::size_t T, d_model, n_heads;
-};
+using Shape = workbench::BenchShape;
 
-// The suite of issue 10's measurements; --quick is for tests: a few milliseconds in all.
-const std::vector<Shape> kSuite = {
-    {128, 512, 8}, {512, 512, 8}, {1024, 768, 12}, {2048, 1024, 16}, {4096, 512, 8}};
+// Issue 10's suite is workbench::kBenchSuite; --quick is for tests: a few milliseconds in all.
 const std::vector<Shape> kQuickSuite = {{32, 64, 4}, {64, 64, 4}};
-
-// Multiply-adds counted twice: Q, K, V and the output projection, 4 · 2·T·d², then Q Kᵀ and
-// P V, 2 · 2·T²·d. Causal attention is counted at the same FLOPs, so skipping the masked half
-// shows as a higher rate.
-double attention_flops(const Shape& s) {
-  const double T = double(s.T), d = double(s.d_model);
-  return 8.0 * T * d * d + 4.0 * T * T * d;
-}
 
 Tensor3 random_tokens(const Shape& s, std::uint64_t seed) {
   std::mt19937_64 generator(seed);
@@ -71,8 +60,22 @@ void time_layer(benchmark::State& state, Layer which, Shape shape, bool causal) 
   } catch (const std::exception& e) {  // a learner's TODO stub, or a bug
     state.SkipWithError(e.what());
   }
-  state.counters["flops"] = attention_flops(shape);
+  state.counters["flops"] = workbench::attention_flops(shape);
   state.counters["peak_extra_bytes"] = double(peak_extra);
+}
+
+// OpenBLAS's own SGEMM on (n, n) matrices: the rate that the layers' GEMMs could reach on these
+// threads, measured in the same run, so that a layer's GF/s can be read as a share of it.
+void time_sgemm(benchmark::State& state, std::size_t n) {
+  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n, 0.0f);
+  const auto call = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0f, a.data(),
+                int(n), b.data(), int(n), 0.0f, c.data(), int(n));
+    benchmark::DoNotOptimize(c.data());
+  };
+  call();  // untimed: the first touch of c, OpenBLAS's thread pool
+  for (auto _ : state) call();
+  state.counters["flops"] = 2.0 * double(n) * double(n) * double(n);
 }
 
 }  // namespace
@@ -101,7 +104,12 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("threads", std::to_string(openblas_get_num_threads()));
   benchmark::AddCustomContext("blas", openblas_get_config());
 
-  for (const Shape& shape : quick ? kQuickSuite : kSuite)
+  // `workbook bench` reads n back from this name.
+  const std::size_t sgemm_n = quick ? 128 : 2048;
+  benchmark::RegisterBenchmark(("sgemm/n:" + std::to_string(sgemm_n)).c_str(), time_sgemm, sgemm_n)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  for (const Shape& shape : quick ? kQuickSuite : workbench::kBenchSuite)
     for (const bool causal : {false, true})
       for (const auto& [which, layer_name] :
            {std::pair{Layer::lab01, "lab01"}, {Layer::lab07, "lab07"}}) {

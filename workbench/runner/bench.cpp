@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <string>
 #include <thread>
@@ -46,16 +47,32 @@ nlohmann::json to_json(const Timing& t) {
   return row;
 }
 
-// Google Benchmark's JSON report -> rows: the "median" aggregates, and the runs that failed.
-// The engine names each benchmark after its layer and shape: "lab01/T:128/d_model:512/H:8/causal".
-std::vector<Timing> read_report(const nlohmann::json& report, const std::string& impl) {
-  static const std::regex name_pattern(R"(^(\w+)/T:(\d+)/d_model:(\d+)/H:(\d+)(/causal)?)");
+// One engine's report: a row per layer and shape, and OpenBLAS's SGEMM rate in the same run.
+struct Report {
   std::vector<Timing> rows;
+  nlohmann::json sgemm;  ///< {"n", "median_ms", "gflops_per_s"}
+};
+
+// Google Benchmark's JSON report -> rows: the "median" aggregates, and the runs that failed.
+// The engine names each benchmark after its layer and shape: "lab01/T:128/d_model:512/H:8/causal",
+// and the SGEMM it times for comparison "sgemm/n:2048".
+Report read_report(const nlohmann::json& report, const std::string& impl) {
+  static const std::regex name_pattern(R"(^(\w+)/T:(\d+)/d_model:(\d+)/H:(\d+)(/causal)?)");
+  static const std::regex sgemm_pattern(R"(^sgemm/n:(\d+))");
+  Report result;
+  std::vector<Timing>& rows = result.rows;
   for (const auto& run : report.at("benchmarks")) {
     const bool failed = run.value("error_occurred", false);
     if (!failed && run.value("aggregate_name", "") != "median") continue;
     const std::string name = run.at("run_name");
     std::smatch m;
+    if (std::regex_search(name, m, sgemm_pattern) && !failed) {
+      const double ms = run.at("real_time").get<double>();
+      result.sgemm = {{"n", std::stoul(m[1])},
+                      {"median_ms", ms},
+                      {"gflops_per_s", run.at("flops").get<double>() / (ms * 1e6)}};
+      continue;
+    }
     if (!std::regex_search(name, m, name_pattern))
       throw EnvironmentError("bench-" + impl + " reported a benchmark named " + name);
     Timing t;
@@ -79,7 +96,7 @@ std::vector<Timing> read_report(const nlohmann::json& report, const std::string&
     t.peak_extra_bytes = run.at("peak_extra_bytes").get<double>();
     rows.push_back(t);
   }
-  return rows;
+  return result;
 }
 
 std::string fixed(double value, int decimals) {
@@ -93,8 +110,14 @@ void print_table(const Context& ctx, const std::vector<Timing>& rows,
   std::cout << "OpenBLAS threads " << machine.at("threads").dump() << ", "
             << machine.at("cpus").dump() << " cores, median of " << machine.at("repetitions").dump()
             << " repetitions (" << machine.value("blas", std::string()) << ")\n";
-  std::printf("%-18s %6s %8s %4s %7s %10s %8s %14s\n", "layer", "T", "d_model", "H", "causal", "ms",
-              "GF/s", "peak extra MiB");
+  std::map<std::string, double> sgemm;  // GF/s of each implementation's engine
+  for (const auto& [impl, rate] : machine.at("sgemm").items()) {
+    sgemm[impl] = rate.at("gflops_per_s").get<double>();
+    std::printf("OpenBLAS SGEMM %s x %s, bench-%s: %s GF/s\n", rate.at("n").dump().c_str(),
+                rate.at("n").dump().c_str(), impl.c_str(), fixed(sgemm[impl], 2).c_str());
+  }
+  std::printf("%-18s %6s %8s %4s %7s %10s %8s %8s %14s\n", "layer", "T", "d_model", "H", "causal",
+              "ms", "GF/s", "of SGEMM", "peak extra MiB");
   for (const Timing& t : rows) {
     std::printf("%-18s %6zu %8zu %4zu %7s ", (t.layer + " " + t.implementation).c_str(), t.T,
                 t.d_model, t.n_heads, t.causal ? "yes" : "no");
@@ -104,10 +127,14 @@ void print_table(const Context& ctx, const std::vector<Timing>& rows,
                                                                       : std::string::npos))
                 << '\n';
     else
-      std::printf("%10s %8s %14s\n", fixed(t.median_ms, 3).c_str(), fixed(t.gflops, 2).c_str(),
+      std::printf("%10s %8s %8s %14s\n", fixed(t.median_ms, 3).c_str(), fixed(t.gflops, 2).c_str(),
+                  sgemm.count(t.implementation)
+                      ? (fixed(100.0 * t.gflops / sgemm[t.implementation], 0) + " %").c_str()
+                      : "",
                   fixed(t.peak_extra_bytes / (1024.0 * 1024.0), 2).c_str());
   }
-  std::cout << "GF/s counts 8·T·d_model² + 4·T²·d_model FLOPs per call, causal or not.\n";
+  std::cout << "GF/s counts 8·T·d_model² + 4·T²·d_model FLOPs per call, causal or not; "
+               "\"of SGEMM\" is that rate over OpenBLAS's SGEMM rate in the same engine run.\n";
   std::cout.flush();
 }
 
@@ -123,7 +150,8 @@ int bench(const Context& ctx, const BenchOptions& options) {
   std::vector<Timing> rows;
   nlohmann::json machine = {{"threads", threads},
                             {"repetitions", options.repetitions},
-                            {"cpus", std::thread::hardware_concurrency()}};
+                            {"cpus", std::thread::hardware_concurrency()},
+                            {"sgemm", nlohmann::json::object()}};
   bool reference_ran = true;
   for (const std::string& impl : impls) {
     const std::string engine = "bench-" + impl;
@@ -165,7 +193,9 @@ int bench(const Context& ctx, const BenchOptions& options) {
     machine["blas"] = context.value("blas", "");
     machine["threads"] = std::stoi(context.value("threads", "0"));
     machine["mhz_per_cpu"] = context.value("mhz_per_cpu", 0);
-    for (Timing& t : read_report(parsed, impl)) {
+    Report engine_report = read_report(parsed, impl);
+    if (!engine_report.sgemm.is_null()) machine["sgemm"][impl] = engine_report.sgemm;
+    for (Timing& t : engine_report.rows) {
       if (impl == "reference" && !t.error.empty()) reference_ran = false;
       rows.push_back(std::move(t));
     }

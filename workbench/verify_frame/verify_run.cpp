@@ -72,6 +72,10 @@ void VerifyRun::record(const std::string& name, const xt::xarray<float>& value, 
   write_file_atomically(dump_dir_ / "outputs.json", recorded_.dump(2) + "\n");
 }
 
+void VerifyRun::measure(const std::string& name, const nlohmann::json& value) {
+  measurements_[name] = value;
+}
+
 std::filesystem::path VerifyRun::artifact(const std::string& filename) {
   std::filesystem::create_directories(out_dir_);
   artifacts_.push_back(out_dir_ / filename);
@@ -119,6 +123,7 @@ int VerifyRun::finish() {
                                  {"n_passed", n_passed},
                                  {"n_checks", checks_.size()},
                                  {"checks", checks}};
+  if (!measurements_.empty()) manifest["measurements"] = measurements_;
   nlohmann::json files = nlohmann::json::array();
   for (const auto& path : artifacts_) files.push_back(path.filename().string());
   manifest["artifacts"] = files;

@@ -55,6 +55,11 @@ class VerifyRun {
   /// --dump it does nothing. `name` is a file name: letters, digits and '_'.
   void record(const std::string& name, const xt::xarray<float>& value, double tolerance);
 
+  /// Keeps a measurement under `name` in the manifest's "measurements" (written only when there is
+  /// one): a number such as a time, which is reported but never checked, since it varies from run
+  /// to run. A second call with the same name replaces the first.
+  void measure(const std::string& name, const nlohmann::json& value);
+
   /// Where an artifact called `filename` goes; the file is listed in the manifest and the summary.
   std::filesystem::path artifact(const std::string& filename);
 
@@ -79,6 +84,7 @@ class VerifyRun {
   std::filesystem::path out_dir_;
   std::filesystem::path dump_dir_;
   nlohmann::ordered_json recorded_ = nlohmann::ordered_json::object();
+  nlohmann::json measurements_ = nlohmann::json::object();
   std::ostringstream captured_;
   std::vector<Check> checks_;
   std::vector<std::filesystem::path> artifacts_;
