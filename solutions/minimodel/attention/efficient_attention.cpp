@@ -328,18 +328,25 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
       const std::size_t first = h0 * d_head;  // the group's first column
       const std::size_t heads = std::min(group, H - h0);
       const std::size_t cols = heads * d_head;
+      // Every GEMM below runs single-threaded on this function's threads: OpenBLAS's own would
+      // keep spinning after their GEMM, taking a core from the attention that follows.
+      const BlasThreads one_blas_thread(1);
       // 1. The group's keys and values, K = x_b W_K[:, group], V = x_b W_V[:, group], (T, cols)
-      //    each: two GEMMs that OpenBLAS's threads share out.
-      const MatrixView x_view{x_b, T, d_model, d_model};
+      //    each, a block of rows per task.
       const MutableMatrixView keys{shared.keys.data(), T, cols, width},
           values{shared.values.data(), T, cols, width};
-      gemm(x_view, columns(layer.w_k(), first, cols), keys);
-      gemm(x_view, columns(layer.w_v(), first, cols), values);
+      parallel_for(n_blocks, threads, [&, cols, first](std::size_t task, std::size_t) {
+        const std::size_t r0 = task * block, rows = std::min(block, T - r0);
+        const MatrixView x_rows{x_b + r0 * d_model, rows, d_model, d_model};
+        gemm(x_rows, columns(layer.w_k(), first, cols),
+             {keys.data + r0 * width, rows, cols, width});
+        gemm(x_rows, columns(layer.w_v(), first, cols),
+             {values.data + r0 * width, rows, cols, width});
+      });
 
-      // 2. Per block of query rows, on the threads (each calling BLAS single-threaded): the
-      //    block's queries, each head's attention over the keys it may see, and the block's
-      //    share of y. Blocks run last-first: in causal mode the last block costs the most.
-      const BlasThreads one_blas_thread(1);
+      // 2. Per block of query rows, on the threads: the block's queries, each head's attention
+      //    over the keys it may see, and the block's share of y. Blocks run last-first: in causal
+      //    mode the last block costs the most.
       parallel_for(
           n_blocks, threads, [&, cols, first, heads](std::size_t task, std::size_t worker) {
             const std::size_t r0 = (n_blocks - 1 - task) * block, rows = std::min(block, T - r0);
