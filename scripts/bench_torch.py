@@ -115,6 +115,9 @@ def main():
     torch.set_num_threads(args.threads)
     print(f"threads {args.threads}, median of {args.repetitions}; torch {torch.__version__}, "
           f"{workbook['machine']['blas']}")
+    for impl, sgemm in workbook["machine"].get("sgemm", {}).items():
+        print(f"OpenBLAS SGEMM {sgemm['n']} x {sgemm['n']} in bench-{impl}'s run: "
+              f"{sgemm['gflops_per_s']:.1f} GF/s")
     # The workbook's layers per shape: {(T, d, H, causal): {"lab01": ms, "lab07": ms}}.
     shapes = {}
     for row in workbook["results"]:
