@@ -38,7 +38,7 @@ endfunction()
 #
 # Sets, in the caller's scope: MINIMODEL_LABS (the lab numbers in order) and, for each lab NN,
 # MINIMODEL_LAB_NN_SLUG, MINIMODEL_LAB_NN_PREREQUISITES, MINIMODEL_LAB_NN_LEARNER_FILES,
-# MINIMODEL_LAB_NN_REFERENCE_FILES, MINIMODEL_LAB_NN_REFERENCE_LINKS and
+# MINIMODEL_LAB_NN_REFERENCE_FILES, MINIMODEL_LAB_NN_LIBRARIES and
 # MINIMODEL_LAB_NN_{TESTS,VERIFY,EXPERIMENT} (paths from the registry's "layout" patterns).
 function(minimodel_read_registry json_file)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${json_file})
@@ -72,9 +72,9 @@ function(minimodel_read_registry json_file)
     endforeach()
     minimodel_json_strings(prerequisites "${registry}" labs ${i} prerequisites)
     set(MINIMODEL_LAB_${number}_PREREQUISITES ${prerequisites} PARENT_SCOPE)
-    # Optional: libraries only the reference links (e.g. lab 07's SIMD row loops).
-    minimodel_json_strings(links "${registry}" labs ${i} reference_links)
-    set(MINIMODEL_LAB_${number}_REFERENCE_LINKS ${links} PARENT_SCOPE)
+    # Optional: libraries the lab's code may use beyond its prerequisites' (lab 07's SIMD loops).
+    minimodel_json_strings(libraries "${registry}" labs ${i} libraries)
+    set(MINIMODEL_LAB_${number}_LIBRARIES ${libraries} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_LEARNER_FILES ${learner} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_REFERENCE_FILES ${reference} PARENT_SCOPE)
   endforeach()
@@ -104,10 +104,8 @@ function(minimodel_lab_code number)
     if(sources)
       add_library(${library} STATIC ${sources})
       target_link_libraries(${library} PUBLIC minimodel_api minimodel_tensor minimodel_${impl}_name
-                                              ${prerequisites} PRIVATE minimodel_warnings)
-      if(impl STREQUAL "reference")
-        target_link_libraries(${library} PRIVATE ${MINIMODEL_LAB_${number}_REFERENCE_LINKS})
-      endif()
+                                              ${prerequisites}
+                                       PRIVATE minimodel_warnings ${MINIMODEL_LAB_${number}_LIBRARIES})
     else()  # a lab being added: nothing to compile yet
       add_library(${library} INTERFACE)
       target_link_libraries(${library} INTERFACE minimodel_api ${prerequisites})
