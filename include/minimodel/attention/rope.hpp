@@ -14,7 +14,8 @@
 
 namespace minimodel {
 
-using Positions = xt::xtensor<std::int64_t, 1>;  ///< token positions, 0-indexed
+using Positions = xt::xtensor<std::int64_t, 1>;       ///< token positions, 0-indexed
+using BatchPositions = xt::xtensor<std::int64_t, 2>;  ///< (B, T): each sequence's own positions
 
 // ---- Lab 05: rotary position embeddings ---------------------------------------------------------
 
@@ -40,6 +41,13 @@ class RotaryPositionalEmbedding {
   /// head is rotated at the same positions.
   /// @throws std::invalid_argument as the 2-D overload, naming x's 4-D shape.
   Tensor4 apply(const Tensor4& x, const Positions& positions) const;
+
+  /// Lab 08, Block B (defined in kv_cache.cpp: lab 08 is the first to need it). x: (B, H, T,
+  /// d_head), positions: (B, T) -> (B, H, T, d_head): sequence b is rotated at row b of
+  /// positions, so that one batch can hold sequences at different offsets.
+  /// @throws std::invalid_argument if positions is not (B, T) for x's B and T, or as the 2-D
+  ///         overload; the message names both shapes.
+  Tensor4 apply(const Tensor4& x, const BatchPositions& positions) const;
 
   /// cos(angle(pos, k)): (max_seq_len, d_head / 2).
   const Tensor2& cos_table() const { return cos_; }
