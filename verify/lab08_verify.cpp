@@ -48,6 +48,7 @@ constexpr std::size_t kPrompt = 5;  // check 4: a prompt of 5 tokens, then singl
 // heads of width 128, 32 layers), with 32, 8 or 1 key/value heads.
 constexpr std::size_t kBigLayers = 32, kBigHeads = 32, kBigDHead = 128;
 const std::vector<std::size_t> kBigKvHeads = {32, 8, 1};
+constexpr double kBigParameters = 6.74e9;
 constexpr std::size_t kMeasuredT = 1024;  // one layer's cache, allocated and measured (check 2)
 
 // The timings: one thread, one untimed call, then the median of kRepetitions. An unoptimised build
@@ -330,6 +331,10 @@ int main(int argc, char** argv) {
         }
         bytes_plot.series.push_back(series);
       }
+    // For scale: the weights of such a model (LLaMA 2 7B has 6.74e9 parameters) in fp16.
+    bytes_plot.series.push_back({{double(lengths.front()), double(lengths.back())},
+                                 {kBigParameters * 2.0, kBigParameters * 2.0},
+                                 "the model's 6.74e9 weights in fp16, for scale"});
     nlohmann::json cache_rows = nlohmann::json::array();
     for (const std::size_t length :
          {std::size_t{256}, std::size_t{1024}, std::size_t{4096}, std::size_t{32768}}) {
