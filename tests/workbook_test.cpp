@@ -339,6 +339,75 @@ TEST_F(WorkbookAttend, RejectsARopeBaseThatIsNotAPositiveFloat32) {
   }
 }
 
+TEST_F(WorkbookAttend, KvHeadsRunsLab08sLayerAndMatchesTheTorchGqaFixtures) {
+  for (const std::string name : {"gqa_rope", "mqa_rope", "gqa_no_rope"}) {
+    SCOPED_TRACE(name);
+    const testing::Fixture expected(name);
+    std::map<std::string, std::string> flags = {
+        {"--kv-heads", std::to_string(expected.meta().at("n_kv_heads").get<int>())},
+        {"--causal", ""},
+        {"--attn-out", kLeftOut}};
+    if (!expected.meta().at("theta").is_null())  // positions (B, T): a row per sequence
+      flags.insert(
+          {{"--rope-theta", "10000"}, {"--positions", (fixture(name) / "positions.npy").string()}});
+    const CommandResult run = workbook(args(name, flags), scratch_);
+    ASSERT_EQ(run.status, 0) << run.stderr_text;
+    EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"),
+                          testing::kTorchTolerance));
+    fs::remove(out());
+  }
+}
+
+TEST_F(WorkbookAttend, PositionsOfShapeBTGiveEachSequenceItsOwnRow) {
+  // rope_offset_positions holds the inputs of rope_causal at positions 3..8. Sequence 0 at 0..5
+  // and sequence 1 at 3..8, in one (B, T) file, through lab 06's path (with weights) and lab
+  // 08's (--kv-heads = --heads): each sequence gets its fixture's y. (RoPE scores depend on
+  // offsets only, so both fixtures share y; the rotation itself is lab 08's tests' concern.)
+  const testing::Fixture expected("rope_causal");
+  xt::xarray<std::int64_t> positions = {{0, 1, 2, 3, 4, 5}, {3, 4, 5, 6, 7, 8}};
+  const fs::path path = scratch_ / "positions.npy";
+  workbench::write_file_atomically(path, xt::dump_npy(positions));
+  for (const std::string& kv_heads : {std::string(kLeftOut), std::string("2")}) {
+    SCOPED_TRACE("--kv-heads " + kv_heads);
+    const CommandResult run = workbook(
+        args("rope_causal", {{"--rope-theta", "10000"},
+                             {"--positions", path.string()},
+                             {"--causal", ""},
+                             {"--kv-heads", kv_heads},
+                             {"--attn-out", kv_heads == kLeftOut ? attn().string() : kLeftOut}}),
+        scratch_);
+    ASSERT_EQ(run.status, 0) << run.stderr_text;
+    EXPECT_TRUE(all_close(xt::load_npy<float>(out().string()), expected.array<3>("y"),
+                          testing::kTorchTolerance));
+    fs::remove(out());
+  }
+}
+
+TEST_F(WorkbookAttend, RejectsKvHeadsThatCannotRunAndPositionsOfTheWrongShape) {
+  const std::map<std::string, std::string> gqa = {
+      {"--kv-heads", "2"}, {"--causal", ""}, {"--attn-out", kLeftOut}};
+  const auto with = [&](std::map<std::string, std::string> more) {
+    more.insert(gqa.begin(), gqa.end());  // `more` wins
+    return args("gqa_no_rope", more);
+  };
+  expect_rejected(with({{"--kv-heads", "3"}}), "--kv-heads 3 does not divide --heads 8");
+  expect_rejected(with({{"--causal", kLeftOut}}), "which is causal: add --causal");
+  expect_rejected(with({{"--attn-out", attn().string()}}), "leave out --attn-out");
+  expect_rejected(with({{"--bq", (fixture("cross_padding") / "b_q.npy").string()}}),
+                  "has no biases, --kv or --key-padding-mask");
+  // Square key weights with 2 key/value heads of width 4: W_K must be (32, 8).
+  expect_rejected(with({{"--wk", (fixture("gqa_no_rope") / "w_q.npy").string()}}),
+                  "is (32, 32) but X is (1, 7, 32) and --kv-heads 2 of --heads 8 give W_K, W_V of "
+                  "(d, N * d / H), so it must be (32, 8)");
+  // Positions for 3 sequences, X has 1.
+  const fs::path path = scratch_ / "positions.npy";
+  workbench::write_file_atomically(
+      path, xt::dump_npy(xt::xarray<std::int64_t>(xt::zeros<std::int64_t>({3, 7}))));
+  expect_rejected(
+      with({{"--rope-theta", "10000"}, {"--positions", path.string()}}),
+      "is (3, 7) but X has B = 1 sequences of T = 7 tokens, so it must be (7) or (1, 7)");
+}
+
 TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {
   expect_rejected(args("mha_batched", {{"--impl", "mine"}}), "mine");
 }

@@ -9,6 +9,8 @@
 //                                                      lab 05's RoPE as its transform_qk
 //   no --attn-out                                      lab 07's efficient_forward for either
 //                                                      layer: no weights are ever formed
+//   --kv-heads N                                       lab 08's GroupedQueryAttention::forward
+//                                                      (causal, RoPE if asked; no lab 06 feature)
 //   --block                                            lab 04's attention_block around it
 #include <algorithm>
 #include <cmath>
@@ -32,6 +34,7 @@
 #include "minimodel/attention/attention_block.hpp"
 #include "minimodel/attention/cross_attention.hpp"
 #include "minimodel/attention/efficient_attention.hpp"
+#include "minimodel/attention/kv_cache.hpp"
 #include "minimodel/attention/rope.hpp"
 #include "minimodel/implementation.hpp"
 #include "minimodel/shapes.hpp"
@@ -84,12 +87,13 @@ Tensor3 as_batch(const xt::xarray<float>& a) {
   return xt::reshape_view(a, std::array<std::size_t, 3>{1, a.shape()[0], a.shape()[1]});
 }
 
+// A weight (d, cols); `why` says where cols comes from when it is not d.
 Tensor2 load_weight(const std::filesystem::path& path, const char* flag, std::size_t d,
-                    const std::string& x_shape) {
+                    const std::string& x_shape, std::size_t cols, const std::string& why = "") {
   const xt::xarray<float> w = load_finite(path, flag);
-  if (w.dimension() != 2 || w.shape()[0] != d || w.shape()[1] != d)
+  if (w.dimension() != 2 || w.shape()[0] != d || w.shape()[1] != cols)
     reject(std::string(flag) + " " + path.string() + " is " + shape_of(w) + " but X is " + x_shape +
-           ", so it must be (" + std::to_string(d) + ", " + std::to_string(d) + ")");
+           why + ", so it must be (" + std::to_string(d) + ", " + std::to_string(cols) + ")");
   return w;
 }
 
@@ -118,15 +122,28 @@ minimodel::BoolTensor2 load_padding(const std::filesystem::path& path, const Ten
   return xt::reshape_view(m, std::array<std::size_t, 2>{B, S});
 }
 
-minimodel::Positions load_positions(const workbench::AttendOptions& o, std::size_t T) {
-  if (o.positions.empty()) return xt::arange<std::int64_t>(static_cast<std::int64_t>(T));
+// The token positions as (B, T) rows, and whether the file gave each sequence its own row (a (T)
+// file is shared by every sequence; lab 05's RoPE takes it as it is).
+struct TokenPositions {
+  minimodel::BatchPositions rows;  // (B, T)
+  bool per_sequence = false;
+};
+
+TokenPositions load_positions(const workbench::AttendOptions& o, std::size_t B, std::size_t T) {
+  if (o.positions.empty())
+    return {xt::broadcast(xt::arange<std::int64_t>(static_cast<std::int64_t>(T)), {B, T}), false};
   const xt::xarray<std::int64_t> p = workbench::load_npy_i64(o.positions);
-  if (p.dimension() != 1 || p.shape()[0] != T)
-    reject("--positions " + o.positions.string() + " is " + shape_of(p) + " but X has T = " +
-           std::to_string(T) + " tokens, so it must be (" + std::to_string(T) + ")");
+  const bool shared = p.dimension() == 1 && p.shape()[0] == T;
+  const bool per_sequence = p.dimension() == 2 && p.shape()[0] == B && p.shape()[1] == T;
+  if (!shared && !per_sequence)
+    reject("--positions " + o.positions.string() + " is " + shape_of(p) +
+           " but X has B = " + std::to_string(B) + " sequences of T = " + std::to_string(T) +
+           " tokens, so it must be (" + std::to_string(T) + ") or (" + std::to_string(B) + ", " +
+           std::to_string(T) + ")");
   if (xt::amin(p)() < 0)
     reject("--positions " + o.positions.string() + " holds a negative position");
-  return p;
+  if (shared) return {xt::broadcast(p, {B, T}), false};
+  return {p, true};
 }
 
 Result attend(const workbench::AttendOptions& o) {
@@ -149,10 +166,32 @@ Result attend(const workbench::AttendOptions& o) {
   if (d % o.heads != 0)
     reject("--heads " + std::to_string(o.heads) + " does not divide d = " + std::to_string(d) +
            " of X " + x_text);
-  const Tensor2 w_q = load_weight(o.w_q, "--wq", d, x_text),
-                w_k = load_weight(o.w_k, "--wk", d, x_text),
-                w_v = load_weight(o.w_v, "--wv", d, x_text),
-                w_o = load_weight(o.w_o, "--wo", d, x_text);
+  const bool lab06_feature = !o.b_q.empty() || !o.b_k.empty() || !o.b_v.empty() || !o.b_o.empty() ||
+                             !o.kv.empty() || !o.key_padding_mask.empty();
+  const bool grouped = o.kv_heads > 0;  // lab 08's layer
+  if (grouped) {
+    if (o.heads % o.kv_heads != 0)
+      reject("--kv-heads " + std::to_string(o.kv_heads) + " does not divide --heads " +
+             std::to_string(o.heads));
+    if (!o.causal) reject("--kv-heads runs lab 08's decoder layer, which is causal: add --causal");
+    if (!o.attn_out.empty())
+      reject(
+          "--kv-heads runs lab 08's layer, which never forms the attention weights: leave out "
+          "--attn-out");
+    if (lab06_feature)
+      reject(
+          "--kv-heads runs lab 08's decoder self-attention, which has no biases, --kv or "
+          "--key-padding-mask");
+  }
+  const std::size_t kv_width = grouped ? o.kv_heads * (d / o.heads) : d;
+  const std::string kv_why = grouped ? " and --kv-heads " + std::to_string(o.kv_heads) +
+                                           " of --heads " + std::to_string(o.heads) +
+                                           " give W_K, W_V of (d, N * d / H)"
+                                     : "";
+  const Tensor2 w_q = load_weight(o.w_q, "--wq", d, x_text, d),
+                w_k = load_weight(o.w_k, "--wk", d, x_text, kv_width, kv_why),
+                w_v = load_weight(o.w_v, "--wv", d, x_text, kv_width, kv_why),
+                w_o = load_weight(o.w_o, "--wo", d, x_text, d);
 
   std::optional<Tensor3> kv;  // (B, S, d)
   if (!o.kv.empty()) {
@@ -175,10 +214,21 @@ Result attend(const workbench::AttendOptions& o) {
         "--rope-theta rotates the queries and keys of self-attention by their positions; "
         "it cannot be combined with --kv");
   if (!o.positions.empty() && !rope) reject("--positions needs --rope-theta");
+  const TokenPositions positions = load_positions(o, B, T);  // 0 … T − 1 without --positions
+  std::optional<minimodel::RotaryPositionalEmbedding> rotary;
+  if (rope) {
+    // The table holds every position up to the largest: its bytes must fit in memory at all.
+    const std::size_t largest = static_cast<std::size_t>(xt::amax(positions.rows)());
+    constexpr std::size_t kMaxTableBytes = std::size_t{1} << 32;
+    if (largest >= kMaxTableBytes / (d / o.heads) / sizeof(float))
+      reject("--positions " + o.positions.string() + " holds position " + std::to_string(largest) +
+             ", too large for a RoPE table of 4 GiB at d_head = " + std::to_string(d / o.heads));
+    rotary.emplace(o.rope_theta, d / o.heads, largest + 1);
+  }
 
   // 2. The attention: lab 01's layer, or lab 06's when a lab 05/06 feature is asked for, run by
-  //    lab 07's efficient_forward when no weights are asked for. Only with weights is the (T, T)
-  //    causal mask built, and (B, H, T, S) weights kept.
+  //    lab 07's efficient_forward when no weights are asked for, or lab 08's grouped-query layer.
+  //    Only with weights is the (T, T) causal mask built, and (B, H, T, S) weights kept.
   const auto causal_mask = [&] {
     return o.causal ? std::optional<Tensor2>(minimodel::causal_mask(T)) : std::nullopt;
   };
@@ -186,11 +236,13 @@ Result attend(const workbench::AttendOptions& o) {
   std::function<Tensor3(const Tensor3&)> attention;
   std::optional<minimodel::MultiHeadAttention> mha;
   std::optional<minimodel::MultiheadCrossAttention> cross;
-  std::optional<minimodel::RotaryPositionalEmbedding> rotary;
+  std::optional<minimodel::GroupedQueryAttention> gqa;
   minimodel::CrossAttentionOptions options;
-  const bool general = !o.b_q.empty() || !o.b_k.empty() || !o.b_v.empty() || !o.b_o.empty() || kv ||
-                       !o.key_padding_mask.empty() || rope;
-  if (!general && o.attn_out.empty()) {
+  const bool general = lab06_feature || rope;
+  if (grouped) {
+    gqa.emplace(w_q, w_k, w_v, w_o, o.heads, o.kv_heads, rotary);
+    attention = [&](const Tensor3& h) { return gqa->forward(h, positions.rows); };
+  } else if (!general && o.attn_out.empty()) {
     mha.emplace(w_q, w_k, w_v, w_o, o.heads);
     attention = [&](const Tensor3& h) { return minimodel::efficient_forward(*mha, h, o.causal); };
   } else if (!general) {
@@ -208,19 +260,16 @@ Result attend(const workbench::AttendOptions& o) {
     options.need_weights = !o.attn_out.empty();
     if (const auto mask = causal_mask(); mask && options.need_weights)
       options.attn_mask = minimodel::as_attn_mask(*mask);
-    if (rope) {
-      const minimodel::Positions positions = load_positions(o, T);
-      // The table holds every position up to the largest: its bytes must fit in memory at all.
-      const std::size_t largest = static_cast<std::size_t>(xt::amax(positions)());
-      constexpr std::size_t kMaxTableBytes = std::size_t{1} << 32;
-      if (largest >= kMaxTableBytes / (d / o.heads) / sizeof(float))
-        reject("--positions " + o.positions.string() + " holds position " +
-               std::to_string(largest) +
-               ", too large for a RoPE table of 4 GiB at d_head = " + std::to_string(d / o.heads));
-      rotary.emplace(o.rope_theta, d / o.heads, largest + 1);
-      options.transform_qk = [&, positions](Tensor4& q, Tensor4& k) {
-        q = rotary->apply(q, positions);
-        k = rotary->apply(k, positions);
+    if (rope && positions.per_sequence) {  // lab 08's (B, T) overload
+      options.transform_qk = [&](Tensor4& q, Tensor4& k) {
+        q = rotary->apply(q, positions.rows);
+        k = rotary->apply(k, positions.rows);
+      };
+    } else if (rope) {  // lab 05's: one row of positions for every sequence
+      options.transform_qk = [&, shared = minimodel::Positions(xt::view(positions.rows, 0))](
+                                 Tensor4& q, Tensor4& k) {
+        q = rotary->apply(q, shared);
+        k = rotary->apply(k, shared);
       };
     }
     attention = [&](const Tensor3& h) {

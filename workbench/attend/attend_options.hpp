@@ -18,12 +18,13 @@ namespace workbench {
 struct AttendOptions {
   std::filesystem::path x, w_q, w_k, w_v, w_o;  // inputs, float32 .npy
   std::size_t heads = 0;
+  std::size_t kv_heads = 0;  // 0: one per head; else lab 08's grouped-query layer
   bool causal = false;
   std::filesystem::path b_q, b_k, b_v, b_o;  // optional biases (d), lab 06
   std::filesystem::path kv;                  // optional keys/values source, lab 06
   std::filesystem::path key_padding_mask;    // optional (S) or (B, S) bool, lab 06
   float rope_theta = std::numeric_limits<float>::quiet_NaN();  // NaN: no RoPE, lab 05
-  std::filesystem::path positions;      // optional (T) int64, with --rope-theta
+  std::filesystem::path positions;      // optional (T) or (B, T) int64, with --rope-theta
   std::string block;                    // "", "post-ln" or "pre-ln", lab 04
   std::filesystem::path out, attn_out;  // outputs; attn_out is optional
   std::size_t threads = 0;              // 0: one per core
@@ -34,11 +35,16 @@ inline void add_attend_options(CLI::App& app, AttendOptions& o) {
   app.add_option("--x", o.x, "Tokens X, float32 .npy of shape (T, d) or (B, T, d)")->required();
   app.add_option("--wq", o.w_q, "Query weights W_Q, float32 .npy (d, d), applied as X @ W_Q")
       ->required();
-  app.add_option("--wk", o.w_k, "Key weights W_K, float32 .npy (d, d)")->required();
-  app.add_option("--wv", o.w_v, "Value weights W_V, float32 .npy (d, d)")->required();
+  app.add_option("--wk", o.w_k, "Key weights W_K, float32 .npy (d, d); see --kv-heads")->required();
+  app.add_option("--wv", o.w_v, "Value weights W_V, float32 .npy (d, d); see --kv-heads")
+      ->required();
   app.add_option("--wo", o.w_o, "Output weights W_O, float32 .npy (d, d)")->required();
   app.add_option("--heads", o.heads, "Number of heads H; must divide d")
       ->required()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--kv-heads", o.kv_heads,
+                 "Key/value heads N of grouped-query attention (lab 08): N divides H, and W_K, "
+                 "W_V are (d, N * d / H). Runs lab 08's causal decoder layer: needs --causal")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   app.add_flag("--causal", o.causal,
                "Apply the causal mask: position i attends to j <= i only (lab 02)");
@@ -69,7 +75,8 @@ inline void add_attend_options(CLI::App& app, AttendOptions& o) {
                  "Rotary position embeddings on Q and K with this base, e.g. 10000 (lab 05)")
       ->check(positive_float);
   app.add_option("--positions", o.positions,
-                 "Token positions for --rope-theta: int64 .npy (T); default 0 … T-1");
+                 "Token positions for --rope-theta: int64 .npy (T), shared by every sequence, or "
+                 "(B, T), one row per sequence; default 0 … T-1");
   app.add_option(
          "--block", o.block,
          "Wrap the attention in the residual + LayerNorm block of lab 04: post-ln or pre-ln")
@@ -102,6 +109,7 @@ inline std::vector<std::pair<const char*, const std::filesystem::path*>> input_p
 /// The engine's command line for these options.
 inline std::vector<std::string> attend_arguments(const AttendOptions& o) {
   std::vector<std::string> args = {"--heads", std::to_string(o.heads), "--out", o.out.string()};
+  if (o.kv_heads > 0) args.insert(args.end(), {"--kv-heads", std::to_string(o.kv_heads)});
   if (o.causal) args.push_back("--causal");
   for (const auto& [flag, path] : input_paths(o))
     if (!path->empty()) args.insert(args.end(), {flag, path->string()});
