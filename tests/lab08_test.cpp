@@ -188,7 +188,7 @@ TEST(KVCache, RejectsAppendingPastMaxLenAndWritesNothing) {
   const Tensor4 three = xt::full_like(Tensor4::from_shape({2, 1, 3, 2}), 7.0f);
   // Sequence 0 has room (1 + 3 <= 5), sequence 1 has not (3 + 3 > 5).
   EXPECT_TRUE(throws_invalid_argument([&] { cache.append(three, three); },
-                                      {"sequence 1", "3", "6", "max_len 5"}));
+                                      {"sequence 1 has length 3", "6", "max_len 5"}));
   EXPECT_EQ(cache.lengths(), (std::vector<std::size_t>{1, 3}));
   EXPECT_TRUE(all_close(cache.keys(), before, 0)) << "a rejected append wrote into the cache";
 }
@@ -208,7 +208,7 @@ TEST(KVCache, RejectsKeysAndValuesOfTheWrongShapeAndBadTruncations) {
       {"(2, 2, 1, 3)", "(2, 2, 2, 3)"}));
   cache.append(good, good);
   EXPECT_TRUE(throws_invalid_argument([&] { cache.truncate(2, 0); }, {"sequence 2", "batch is 2"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { cache.truncate(0, 2); }, {"holds 1", "2"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { cache.truncate(0, 2); }, {"length 2", "length 1"}));
 }
 
 TEST(GroupedQueryAttention, RejectsKvHeadsThatDoNotDivideHeads) {
@@ -394,7 +394,7 @@ TEST(ForwardStep, RejectsAFullCacheAndLeavesItUnchanged) {
       [&] {
         layer.forward_step(random_tokens(2, 2, d_model, 837), positions_from({3, 3}, 2), cache);
       },
-      {"holds 3", "5", "max_len 4"}));
+      {"length 3", "5", "max_len 4"}));
   EXPECT_EQ(cache.lengths(), (std::vector<std::size_t>{3, 3}));
   EXPECT_TRUE(all_close(cache.keys(), keys, 0));
   // One more token fits exactly.

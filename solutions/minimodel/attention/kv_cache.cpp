@@ -77,8 +77,8 @@ void KVCache::append(const Tensor4& k, const Tensor4& v) {
   //    the sequences out of step.
   for (std::size_t b = 0; b < batch(); ++b)
     if (lengths_[b] + T > max_len())
-      throw std::invalid_argument(where + "sequence " + str(b) + " holds " + str(lengths_[b]) +
-                                  " tokens; " + str(T) + " more would make " +
+      throw std::invalid_argument(where + "sequence " + str(b) + " has length " + str(lengths_[b]) +
+                                  "; " + str(T) + " more tokens would make " +
                                   str(lengths_[b] + T) + ", past max_len " + str(max_len()));
   // 2. Write each sequence's new rows after the ones it holds.
   for (std::size_t b = 0; b < batch(); ++b) {
@@ -94,8 +94,9 @@ void KVCache::truncate(std::size_t b, std::size_t length) {
     throw std::invalid_argument("KVCache::truncate: sequence " + str(b) + " but batch is " +
                                 str(batch()));
   if (length > lengths_[b])
-    throw std::invalid_argument("KVCache::truncate: sequence " + str(b) + " holds " +
-                                str(lengths_[b]) + " tokens, fewer than " + str(length));
+    throw std::invalid_argument("KVCache::truncate: length " + str(length) +
+                                " is more than sequence " + str(b) + "'s length " +
+                                str(lengths_[b]));
   lengths_[b] = length;  // the rows past it are stale, and the next append overwrites them
 }
 
