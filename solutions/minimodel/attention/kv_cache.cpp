@@ -193,7 +193,8 @@ Tensor3 GroupedQueryAttention::forward_step(const Tensor3& x, const BatchPositio
     } else if (T > 1) {
       mask = xt::zeros<float>({T, S});
       for (std::size_t t = 0; t < T; ++t)
-        std::fill(&mask(t, before[b] + t + 1), mask.data() + (t + 1) * S, kMaskedScore);
+        std::fill(mask.data() + t * S + before[b] + t + 1, mask.data() + (t + 1) * S,
+                  kMaskedScore);  // row t: the keys after its own position
       options.mask = &mask;
     }  // T = 1: a single new token sees every cached token, itself included
     for (std::size_t h = 0; h < n_heads_; ++h) {
