@@ -336,7 +336,7 @@ TEST(ForwardStep, SequencesOfDifferentLengthsShareABatch) {
   const RotaryPositionalEmbedding rope(kTheta, d_model / H, 32);
   const GroupedQueryAttention layer = make_layer(w, H, H, rope);
   // Sequence 0 holds 6 tokens; sequence 1 is cut back to 2 (say, rejected draft tokens), so
-  // the next step reads 6 keys for one and 2 for the other.
+  // the next step attends over 7 keys for one and 3 for the other (each token sees itself).
   const Tensor3 prompt = random_tokens(B, 6, d_model, 831);
   const Tensor3 next = random_tokens(B, 3, d_model, 832);
   KVCache cache = layer.make_cache(B, 12);
