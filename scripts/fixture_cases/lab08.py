@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 import make_fixtures
+from fixture_cases.lab05 import merge_heads, split_heads  # any width: H_kv heads too
 
 LAB = "08"
 NUMPY_TOLERANCE = 1e-6
@@ -78,18 +79,6 @@ def draw(seed, x_shape, n_heads, n_kv_heads):
     w_q, w_k, w_v, w_o = (rng.standard_normal(shape, dtype=np.float32) * w_scale
                           for shape in shapes)
     return x, w_q, w_k, w_v, w_o
-
-
-def split_heads(a, n_heads):
-    """(B, T, n_heads * d_head) -> (B, n_heads, T, d_head)."""
-    B, T, width = a.shape
-    return a.reshape(B, T, n_heads, width // n_heads).transpose(1, 2)
-
-
-def merge_heads(a):
-    """(B, H, T, d_head) -> (B, T, H * d_head)."""
-    B, H, T, d_head = a.shape
-    return a.transpose(1, 2).reshape(B, T, H * d_head)
 
 
 def torch_rope(heads, positions, theta):

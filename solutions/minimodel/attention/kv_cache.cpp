@@ -36,6 +36,26 @@ void check_tokens(const std::string& where, const Tensor3& x, const BatchPositio
                                 ", " + str(x.shape(1)) + ")");
 }
 
+// Steps 1-2 of forward_step and forward: x's tokens projected, split into heads, and rotated.
+struct Heads {
+  Tensor4 q;     // (B, H, T, d_head)
+  Tensor4 k, v;  // (B, H_kv, T, d_head)
+};
+Heads project_heads(const GroupedQueryAttention& layer, const Tensor3& x,
+                    const BatchPositions& positions) {
+  // 1. Project and split heads: H query heads, H_kv key/value heads.
+  Heads heads{split_heads(project(x, layer.w_q()), layer.n_heads()),
+              split_heads(project(x, layer.w_k()), layer.n_kv_heads()),
+              split_heads(project(x, layer.w_v()), layer.n_kv_heads())};
+  // 2. Rotate q and k at their absolute positions (V stays as it is). forward_step caches rotated
+  //    keys, so that no key is ever rotated twice.
+  if (layer.rope()) {
+    heads.q = layer.rope()->apply(heads.q, positions);
+    heads.k = layer.rope()->apply(heads.k, positions);
+  }
+  return heads;
+}
+
 // Head h of sequence b of a contiguous (B, H, rows, d_head) tensor, as a matrix view.
 MatrixView head_of(const Tensor4& heads, std::size_t b, std::size_t h, std::size_t rows) {
   const std::size_t d_head = heads.shape(3);
@@ -165,17 +185,8 @@ Tensor3 GroupedQueryAttention::forward_step(const Tensor3& x, const BatchPositio
         str(n_kv_heads_) + ", max_len, " + str(d_head()) + ")");
   const std::size_t B = x.shape(0), T = x.shape(1);
 
-  // 1. Project only the new tokens, and split heads: H query heads, H_kv key/value heads.
-  Tensor4 q = split_heads(project(x, w_q_), n_heads_);     // (B, H, T, d_head)
-  Tensor4 k = split_heads(project(x, w_k_), n_kv_heads_);  // (B, H_kv, T, d_head)
-  Tensor4 v = split_heads(project(x, w_v_), n_kv_heads_);  // (B, H_kv, T, d_head)
-
-  // 2. Rotate q and k at their absolute positions. The cache keeps rotated keys, so that no key
-  //    is ever rotated twice.
-  if (rope_) {
-    q = rope_->apply(q, positions);
-    k = rope_->apply(k, positions);
-  }
+  // 1-2. Project only the new tokens, split heads, rotate q and k at their positions.
+  const auto [q, k, v] = project_heads(*this, x, positions);
 
   // 3. Append to the cache (which checks that every sequence has room).
   const std::vector<std::size_t> before = cache.lengths();
@@ -230,21 +241,13 @@ Tensor3 GroupedQueryAttention::forward(const Tensor3& x, const BatchPositions& p
   check_tokens("GroupedQueryAttention::forward: ", x, positions, d_model());
   const std::size_t B = x.shape(0), T = x.shape(1);
 
-  // 1. Project every token and split heads.
-  Tensor4 q = split_heads(project(x, w_q_), n_heads_);     // (B, H, T, d_head)
-  Tensor4 k = split_heads(project(x, w_k_), n_kv_heads_);  // (B, H_kv, T, d_head)
-  Tensor4 v = split_heads(project(x, w_v_), n_kv_heads_);  // (B, H_kv, T, d_head)
-
-  // 2. Rotate q and k.
-  if (rope_) {
-    q = rope_->apply(q, positions);
-    k = rope_->apply(k, positions);
-  }
+  // 1-2. Project every token, split heads, rotate q and k.
+  const auto [q, kv_k, kv_v] = project_heads(*this, x, positions);
 
   // 3. Give every query head its own copy of its key/value head: now it is lab 01's layout.
   const std::size_t n_rep = n_heads_ / n_kv_heads_;
-  k = repeat_kv(k, n_rep);  // (B, H, T, d_head)
-  v = repeat_kv(v, n_rep);  // (B, H, T, d_head)
+  const Tensor4 k = repeat_kv(kv_k, n_rep);  // (B, H, T, d_head)
+  const Tensor4 v = repeat_kv(kv_v, n_rep);  // (B, H, T, d_head)
 
   // 4. Causal attention per head (lab 07's kernel), 5. merge heads, 6. W_O.
   Tensor4 context = Tensor4::from_shape({B, n_heads_, T, d_head()});
