@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <cblas.h>   // OpenBLAS: cblas_sgemm, openblas_set_num_threads
+#include <cblas.h>   // OpenBLAS: cblas_sgemv, openblas_set_num_threads
 #include <malloc.h>  // glibc: mallopt
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
@@ -264,13 +264,14 @@ int main(int argc, char** argv) {
                        cache.truncate(0, *S);
                        timed.forward_step(token, position, cache);
                      }));
-      // The part that does not grow with S: the four projections of one token, (1, d) @ (d, d).
+      // The part that does not grow with S: the four projections of one token, as the step does
+      // them: GEMVs, W read once each.
       projection_ms.insert(
           projection_ms.begin(), median_ms([&] {
             for (const Tensor2* w : {&timed.w_q(), &timed.w_k(), &timed.w_v(), &timed.w_o()})
-              cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, int(w->shape(1)),
-                          int(kTimeDModel), 1.0f, one_token.data(), int(kTimeDModel), w->data(),
-                          int(w->shape(1)), 0.0f, projected.data(), int(w->shape(1)));
+              cblas_sgemv(CblasRowMajor, CblasTrans, int(kTimeDModel), int(w->shape(1)), 1.0f,
+                          w->data(), int(w->shape(1)), one_token.data(), 1, 0.0f, projected.data(),
+                          1);
           }));
       const Tensor3 prefix = xt::view(text, xt::all(), xt::range(0, *S + 1));
       const BatchPositions prefix_positions =
