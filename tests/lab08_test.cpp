@@ -246,6 +246,19 @@ TEST(GroupedQueryAttention, MakesACacheOfItsKvHeadsOnly) {
 
 // ---- Block B: one step --------------------------------------------------------------------------
 
+TEST(GroupedQueryAttention, KvHeadGivesEachGroupOfConsecutiveQueryHeadsOneKvHead) {
+  const auto heads_of = [](std::size_t H_kv) {
+    const GroupedQueryAttention layer =
+        make_layer(random_weights(16, 8, H_kv, 850), 8, H_kv, std::nullopt);
+    std::vector<std::size_t> kv;
+    for (std::size_t h = 0; h < 8; ++h) kv.push_back(layer.kv_head(h));
+    return kv;
+  };
+  EXPECT_EQ(heads_of(8), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(heads_of(2), (std::vector<std::size_t>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(heads_of(1), (std::vector<std::size_t>(8, 0)));
+}
+
 TEST(RopeBatchPositions, RotatesEachSequenceAtItsOwnRow) {
   const RotaryPositionalEmbedding rope(kTheta, 4, 32);
   const Tensor4 x = random_heads(2, 3, 5, 4, 820);
@@ -415,8 +428,6 @@ TEST(ForwardStep, RejectsPositionsOfTheWrongShape) {
       {"(2, 3, 8)", "(2, 2)"}));
   EXPECT_TRUE(throws_invalid_argument([&] { layer.forward_step(x, positions_from({0}, 3), cache); },
                                       {"(2, 3, 8)", "(1, 3)"}));
-  EXPECT_TRUE(throws_invalid_argument([&] { layer.forward(x, positions_from({0}, 3)); },
-                                      {"(2, 3, 8)", "(1, 3)"}));
   EXPECT_EQ(cache.lengths(), (std::vector<std::size_t>{0, 0}));
 }
 
@@ -444,19 +455,55 @@ TEST(ForwardStep, RejectsTokensOfAnotherWidthAndACacheOfAnotherLayer) {
       {"(2, 1, 8)", "(1, 1, 8, 4)"}));
 }
 
-// ---- Block C: grouped heads ---------------------------------------------------------------------
+TEST(ForwardStep, GqaAndMqaTokenByTokenEqualTheFullForward) {
+  const std::size_t B = 2, T = 11, d_model = 32, H = 8;
+  const RotaryPositionalEmbedding rope(kTheta, d_model / H, 64);
+  const Tensor3 x = random_tokens(B, T, d_model, 853);
+  const BatchPositions positions = positions_from({0, 30}, T);
+  for (const std::size_t H_kv : {8u, 2u, 1u}) {
+    const Weights w = random_weights(d_model, H, H_kv, 854);
+    const GroupedQueryAttention layer = make_layer(w, H, H_kv, rope);
+    const Tensor3 expected = lab05_forward(x, w, H, H_kv, rope, positions);
+    for (const std::vector<std::size_t>& chunks :
+         {std::vector<std::size_t>{}, std::vector<std::size_t>{4, 3}}) {
+      KVCache cache = layer.make_cache(B, T);
+      EXPECT_TRUE(close_at_scale(decode(layer, x, positions, cache, chunks), expected))
+          << "H_kv " << H_kv << ", first chunks " << chunks.size();
+    }
+  }
+}
 
-TEST(GroupedQueryAttention, KvHeadGivesEachGroupOfConsecutiveQueryHeadsOneKvHead) {
-  const auto heads_of = [](std::size_t H_kv) {
-    const GroupedQueryAttention layer =
-        make_layer(random_weights(16, 8, H_kv, 850), 8, H_kv, std::nullopt);
-    std::vector<std::size_t> kv;
-    for (std::size_t h = 0; h < 8; ++h) kv.push_back(layer.kv_head(h));
-    return kv;
-  };
-  EXPECT_EQ(heads_of(8), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
-  EXPECT_EQ(heads_of(2), (std::vector<std::size_t>{0, 0, 0, 0, 1, 1, 1, 1}));
-  EXPECT_EQ(heads_of(1), (std::vector<std::size_t>(8, 0)));
+TEST(ForwardStep, MatchesTheTorchFixturesTokenByToken) {
+  for (const std::string& name : kFixtureCases) {
+    SCOPED_TRACE("fixture " + name);
+    const Fixture fixture(name);
+    const GroupedQueryAttention layer = fixture_layer(fixture);
+    const Tensor3 x = fixture.array<3>("x");
+    KVCache cache = layer.make_cache(x.shape(0), x.shape(1));
+    EXPECT_TRUE(all_close(decode(layer, x, fixture_positions(name), cache), fixture.array<3>("y"),
+                          kTorchTolerance));
+  }
+}
+
+// ---- Block C: the whole sequence at once --------------------------------------------------------
+
+TEST(GroupedQueryAttention, ForwardRejectsTokensAndPositionsOfTheWrongShape) {
+  const std::size_t d_model = 8, H = 2;
+  const GroupedQueryAttention layer = make_layer(random_weights(d_model, H, 1, 845), H, 1,
+                                                 RotaryPositionalEmbedding(kTheta, 4, 16));
+  const Tensor3 x = random_tokens(2, 3, d_model, 846);
+  EXPECT_TRUE(throws_invalid_argument([&] { layer.forward(x, positions_from({0}, 3)); },
+                                      {"(2, 3, 8)", "(1, 3)"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        layer.forward(random_tokens(2, 3, 12, 847), positions_from({0, 0}, 3));
+      },
+      {"(2, 3, 12)", "d_model is 8"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        layer.forward(x, positions_from({0, 14}, 3));
+      },
+      {"is 16", "max_seq_len 16"}));
 }
 
 TEST(RepeatKv, MatchesTorchRepeatInterleave) {
@@ -495,36 +542,6 @@ TEST(GroupedQueryAttention, ForwardEqualsMultiHeadAttentionWithTheKvWeightsRepea
     EXPECT_TRUE(close_at_scale(make_layer(w, H, H_kv, rope).forward(x, positions),
                                lab05_forward(x, w, H, H_kv, rope, positions)))
         << "H_kv " << H_kv;
-  }
-}
-
-TEST(ForwardStep, GqaAndMqaTokenByTokenEqualTheFullForward) {
-  const std::size_t B = 2, T = 11, d_model = 32, H = 8;
-  const RotaryPositionalEmbedding rope(kTheta, d_model / H, 64);
-  const Tensor3 x = random_tokens(B, T, d_model, 853);
-  const BatchPositions positions = positions_from({0, 30}, T);
-  for (const std::size_t H_kv : {8u, 2u, 1u}) {
-    const Weights w = random_weights(d_model, H, H_kv, 854);
-    const GroupedQueryAttention layer = make_layer(w, H, H_kv, rope);
-    const Tensor3 expected = lab05_forward(x, w, H, H_kv, rope, positions);
-    for (const std::vector<std::size_t>& chunks :
-         {std::vector<std::size_t>{}, std::vector<std::size_t>{4, 3}}) {
-      KVCache cache = layer.make_cache(B, T);
-      EXPECT_TRUE(close_at_scale(decode(layer, x, positions, cache, chunks), expected))
-          << "H_kv " << H_kv << ", first chunks " << chunks.size();
-    }
-  }
-}
-
-TEST(ForwardStep, MatchesTheTorchFixturesTokenByToken) {
-  for (const std::string& name : kFixtureCases) {
-    SCOPED_TRACE("fixture " + name);
-    const Fixture fixture(name);
-    const GroupedQueryAttention layer = fixture_layer(fixture);
-    const Tensor3 x = fixture.array<3>("x");
-    KVCache cache = layer.make_cache(x.shape(0), x.shape(1));
-    EXPECT_TRUE(all_close(decode(layer, x, fixture_positions(name), cache), fixture.array<3>("y"),
-                          kTorchTolerance));
   }
 }
 

@@ -72,6 +72,9 @@ class GroupedQueryAttention {
                         std::size_t n_kv_heads,
                         std::optional<RotaryPositionalEmbedding> rope = std::nullopt);
 
+  /// Block B. The key/value head that query head h reads: h / (n_heads / n_kv_heads).
+  std::size_t kv_head(std::size_t h) const;
+
   /// Block B. One step for every sequence of the batch. x: (B, T, d_model) holds each sequence's
   /// T new tokens (the prompt when prefilling, one token when generating), positions: (B, T)
   /// their absolute positions. Projects them, rotates q and k at their positions, appends k and v
@@ -89,9 +92,6 @@ class GroupedQueryAttention {
   /// -> (B, T, d_model).
   /// @throws std::invalid_argument as forward_step, for x and positions.
   Tensor3 forward(const Tensor3& x, const BatchPositions& positions) const;
-
-  /// Block C. The key/value head that query head h reads: h / (n_heads / n_kv_heads).
-  std::size_t kv_head(std::size_t h) const;
 
   /// An empty cache for this layer: (batch, n_kv_heads, max_len, d_head).
   KVCache make_cache(std::size_t batch, std::size_t max_len) const {
@@ -115,7 +115,7 @@ class GroupedQueryAttention {
   std::optional<RotaryPositionalEmbedding> rope_;
 };
 
-// ---- Block C: grouped heads ---------------------------------------------------------------------
+// ---- Block C: the whole sequence at once --------------------------------------------------------
 
 /// Block C. kv: (B, H_kv, S, d_head) -> (B, H_kv · n_rep, S, d_head), head h being head
 /// h / n_rep of kv: torch.repeat_interleave(kv, n_rep, dim=1), LLaMA's repeat_kv.

@@ -164,6 +164,10 @@ GroupedQueryAttention::GroupedQueryAttention(Tensor2 w_q, Tensor2 w_k, Tensor2 w
 
 // ---- Block B: one step --------------------------------------------------------------------------
 
+std::size_t GroupedQueryAttention::kv_head(std::size_t h) const {
+  return h / (n_heads_ / n_kv_heads_);  // consecutive query heads share, as repeat_interleave
+}
+
 // x: (B, H, T, d_head), positions: (B, T) -> (B, H, T, d_head)
 Tensor4 RotaryPositionalEmbedding::apply(const Tensor4& x, const BatchPositions& positions) const {
   if (positions.shape(0) != x.shape(0) || positions.shape(1) != x.shape(2))
@@ -228,11 +232,7 @@ Tensor3 GroupedQueryAttention::forward_step(const Tensor3& x, const BatchPositio
   return project(context, w_o_);  // (B, T, d_model)
 }
 
-// ---- Block C: grouped heads ---------------------------------------------------------------------
-
-std::size_t GroupedQueryAttention::kv_head(std::size_t h) const {
-  return h / (n_heads_ / n_kv_heads_);  // consecutive query heads share, as repeat_interleave
-}
+// ---- Block C: the whole sequence at once --------------------------------------------------------
 
 // kv: (B, H_kv, S, d_head) -> (B, H_kv · n_rep, S, d_head)
 Tensor4 repeat_kv(const Tensor4& kv, std::size_t n_rep) {

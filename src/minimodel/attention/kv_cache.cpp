@@ -65,6 +65,14 @@ GroupedQueryAttention::GroupedQueryAttention(Tensor2 w_q, Tensor2 w_k, Tensor2 w
 
 // ---- Block B: one step --------------------------------------------------------------------------
 
+std::size_t GroupedQueryAttention::kv_head(std::size_t h) const {
+  // TODO(lab 08, Block B): return the key/value head that query head h reads — see
+  // labs/08-kv-cache.md
+  throw Todo(
+      "TODO(lab 08, Block B): return the key/value head that query head h reads — see "
+      "labs/08-kv-cache.md");
+}
+
 // x: (B, H, T, d_head), positions: (B, T) -> (B, H, T, d_head)
 Tensor4 RotaryPositionalEmbedding::apply(const Tensor4& x, const BatchPositions& positions) const {
   // TODO(lab 08, Block B): check positions, then rotate sequence b with lab 05's apply at row b
@@ -85,15 +93,7 @@ Tensor3 GroupedQueryAttention::forward_step(const Tensor3& x, const BatchPositio
       "labs/08-kv-cache.md");
 }
 
-// ---- Block C: grouped heads ---------------------------------------------------------------------
-
-std::size_t GroupedQueryAttention::kv_head(std::size_t h) const {
-  // TODO(lab 08, Block C): return the key/value head that query head h reads — see
-  // labs/08-kv-cache.md
-  throw Todo(
-      "TODO(lab 08, Block C): return the key/value head that query head h reads — see "
-      "labs/08-kv-cache.md");
-}
+// ---- Block C: the whole sequence at once --------------------------------------------------------
 
 // kv: (B, H_kv, S, d_head) -> (B, H_kv · n_rep, S, d_head)
 Tensor4 repeat_kv(const Tensor4& kv, std::size_t n_rep) {
