@@ -403,9 +403,8 @@ TEST_F(WorkbookAttend, RejectsKvHeadsThatCannotRunAndPositionsOfTheWrongShape) {
   const fs::path path = scratch_ / "positions.npy";
   workbench::write_file_atomically(
       path, xt::dump_npy(xt::xarray<std::int64_t>(xt::zeros<std::int64_t>({3, 7}))));
-  expect_rejected(
-      with({{"--rope-theta", "10000"}, {"--positions", path.string()}}),
-      "is (3, 7) but X has B = 1 sequences of T = 7 tokens, so it must be (7) or (1, 7)");
+  expect_rejected(with({{"--rope-theta", "10000"}, {"--positions", path.string()}}),
+                  "is (3, 7) but X is (1, 7, 32), so it must be (T) = (7) or (B, T) = (1, 7)");
 }
 
 TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {

@@ -129,17 +129,17 @@ struct TokenPositions {
   bool per_sequence = false;
 };
 
-TokenPositions load_positions(const workbench::AttendOptions& o, std::size_t B, std::size_t T) {
+TokenPositions load_positions(const workbench::AttendOptions& o, std::size_t B, std::size_t T,
+                              const std::string& x_shape) {
   if (o.positions.empty())
     return {xt::broadcast(xt::arange<std::int64_t>(static_cast<std::int64_t>(T)), {B, T}), false};
   const xt::xarray<std::int64_t> p = workbench::load_npy_i64(o.positions);
   const bool shared = p.dimension() == 1 && p.shape()[0] == T;
   const bool per_sequence = p.dimension() == 2 && p.shape()[0] == B && p.shape()[1] == T;
   if (!shared && !per_sequence)
-    reject("--positions " + o.positions.string() + " is " + shape_of(p) +
-           " but X has B = " + std::to_string(B) + " sequences of T = " + std::to_string(T) +
-           " tokens, so it must be (" + std::to_string(T) + ") or (" + std::to_string(B) + ", " +
-           std::to_string(T) + ")");
+    reject("--positions " + o.positions.string() + " is " + shape_of(p) + " but X is " + x_shape +
+           ", so it must be (T) = (" + std::to_string(T) + ") or (B, T) = (" + std::to_string(B) +
+           ", " + std::to_string(T) + ")");
   if (xt::amin(p)() < 0)
     reject("--positions " + o.positions.string() + " holds a negative position");
   if (shared) return {xt::broadcast(p, {B, T}), false};
@@ -214,7 +214,8 @@ Result attend(const workbench::AttendOptions& o) {
         "--rope-theta rotates the queries and keys of self-attention by their positions; "
         "it cannot be combined with --kv");
   if (!o.positions.empty() && !rope) reject("--positions needs --rope-theta");
-  const TokenPositions positions = load_positions(o, B, T);  // 0 … T − 1 without --positions
+  const TokenPositions positions =
+      load_positions(o, B, T, x_text);  // 0 … T − 1 without --positions
   std::optional<minimodel::RotaryPositionalEmbedding> rotary;
   if (rope) {
     // The table holds every position up to the largest: its bytes must fit in memory at all.
