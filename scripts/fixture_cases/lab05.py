@@ -65,23 +65,30 @@ def torch_rope(heads, positions, theta):
 def torch_rope_attention(x, w_q, w_k, w_v, w_o, n_heads, positions, theta):
     """Returns y (B, T, d_model), attn (B, H, T, T), q_rot, k_rot (B, H, T, d_head), float64."""
     f64 = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float64))
-    xt, d_model, T = f64(x), x.shape[-1], x.shape[-2]
+    xt = f64(x)
     pos = torch.from_numpy(positions)
     q_rot = torch_rope(split_heads(xt @ f64(w_q), n_heads), pos, theta)
     k_rot = torch_rope(split_heads(xt @ f64(w_k), n_heads), pos, theta)
     v = xt @ f64(w_v)
+    y, attn = torch_causal_mha(merge_heads(q_rot), merge_heads(k_rot), v, w_o, n_heads)
+    return y.numpy(), attn.numpy(), q_rot.numpy(), k_rot.numpy()
 
+
+def torch_causal_mha(q, k, v, w_o, n_heads):
+    """nn.MultiheadAttention on projected q, k, v (B, T, d_model) float64, heads side by side,
+    with its in-projection set to the identity: torch splits the heads, scales, masks causally
+    with its own boolean mask, takes the softmax, merges and applies W_O.
+    Returns y (B, T, d_model) and attn (B, H, T, T) as tensors."""
+    B, T, d_model = q.shape
     mha = torch.nn.MultiheadAttention(d_model, n_heads, bias=False, batch_first=True,
                                       dtype=torch.float64)
     mha.train()  # avoids torch 1.13's eval fast path, which fails with bias=False; dropout is 0
     with torch.no_grad():
         eye = torch.eye(d_model, dtype=torch.float64)
         mha.in_proj_weight.copy_(torch.cat([eye, eye, eye]))  # q, k, v are projected already
-        mha.out_proj.weight.copy_(f64(w_o).T)
+        mha.out_proj.weight.copy_(torch.from_numpy(np.asarray(w_o, dtype=np.float64)).T)
         mask = torch.triu(torch.ones(T, T), diagonal=1).bool()  # True = may not attend
-        y, attn = mha(merge_heads(q_rot), merge_heads(k_rot), v, attn_mask=mask,
-                      need_weights=True, average_attn_weights=False)
-    return y.numpy(), attn.numpy(), q_rot.numpy(), k_rot.numpy()
+        return mha(q, k, v, attn_mask=mask, need_weights=True, average_attn_weights=False)
 
 
 def numpy_rope_attention(x, w_q, w_k, w_v, w_o, n_heads, positions, theta):

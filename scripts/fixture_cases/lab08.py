@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 import make_fixtures
-from fixture_cases.lab05 import merge_heads, split_heads  # any width: H_kv heads too
+from fixture_cases.lab05 import merge_heads, split_heads, torch_causal_mha  # any head count
 
 LAB = "08"
 NUMPY_TOLERANCE = 1e-6
@@ -95,7 +95,7 @@ def torch_gqa(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, positions, theta):
     """Returns y (B, T, d_model), attn (B, H, T, T), k_rot, v_heads (B, H_kv, T, d_head) and
     k_repeated (B, H, T, d_head), all float64 NumPy."""
     f64 = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float64))
-    xt, d_model, T = f64(x), x.shape[-1], x.shape[-2]
+    xt = f64(x)
     n_rep = n_heads // n_kv_heads
     q = split_heads(xt @ f64(w_q), n_heads)                                # (B, H, T, d_head)
     k = split_heads(xt @ f64(w_k), n_kv_heads)                             # (B, H_kv, T, d_head)
@@ -105,17 +105,8 @@ def torch_gqa(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, positions, theta):
         q, k = torch_rope(q, pos, theta), torch_rope(k, pos, theta)
     k_repeated = torch.repeat_interleave(k, n_rep, dim=1)                  # (B, H, T, d_head)
     v_repeated = torch.repeat_interleave(v, n_rep, dim=1)
-
-    mha = torch.nn.MultiheadAttention(d_model, n_heads, bias=False, batch_first=True,
-                                      dtype=torch.float64)
-    mha.train()  # avoids torch 1.13's eval fast path, which fails with bias=False; dropout is 0
-    with torch.no_grad():
-        eye = torch.eye(d_model, dtype=torch.float64)
-        mha.in_proj_weight.copy_(torch.cat([eye, eye, eye]))  # q, k, v are projected already
-        mha.out_proj.weight.copy_(f64(w_o).T)
-        mask = torch.triu(torch.ones(T, T), diagonal=1).bool()  # True = may not attend
-        y, attn = mha(merge_heads(q), merge_heads(k_repeated), merge_heads(v_repeated),
-                      attn_mask=mask, need_weights=True, average_attn_weights=False)
+    y, attn = torch_causal_mha(merge_heads(q), merge_heads(k_repeated), merge_heads(v_repeated),
+                               w_o, n_heads)
     return y.numpy(), attn.numpy(), k.numpy(), v.numpy(), k_repeated.numpy()
 
 
