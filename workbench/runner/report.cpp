@@ -50,7 +50,8 @@ void print_build_error(const Context& ctx, const BuildResult& build) {
 std::string next_step(const Lab& lab, const LabResult& result) {
   switch (result.status) {
     case LabStatus::done:
-      return "workbook verify " + lab.number + "   (then the next lab)";
+      return "workbook verify " + lab.number + ", then answer the questions in " + lab.experiment +
+             "/README.md";
     case LabStatus::todo:
       return "read " + lab.text + ", edit " +
              (lab.learner_files.empty() ? "its files" : lab.learner_files[0]) +
