@@ -370,7 +370,7 @@ TEST(MhaForward, RejectsWeightsBiasesInputsAndMasksOfTheWrongShape) {
       {"(4, 4)", "(5, 8)"}));
 }
 
-TEST(MhaBackward, RejectsADOutOfTheWrongShape) {
+TEST(MhaBackward, RejectsADOutOrParametersThatDoNotMatchTheForward) {
   const MultiHeadAttention lab01(8, 2, 57);
   const MhaParams<float> params = with_zero_biases(lab01);
   MhaTape<float> tape;
@@ -380,6 +380,13 @@ TEST(MhaBackward, RejectsADOutOfTheWrongShape) {
         mha_backward<float>(params, tape, Matrix<float>({4, 8}));
       },
       {"(4, 8)", "(5, 8)"}));
+  MhaParams<float> four_heads = params;  // the tape holds 2 heads: reading 4 would run past it
+  four_heads.n_heads = 4;
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        mha_backward<float>(four_heads, tape, Matrix<float>({5, 8}));
+      },
+      {"4 heads", "2 heads"}));
 }
 
 // ---- Block C: LayerNorm and the residual block --------------------------------------------------

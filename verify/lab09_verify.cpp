@@ -43,7 +43,7 @@ constexpr double kStep = 1e-5;
 constexpr double kFiniteDifferenceTolerance = 1e-6;
 constexpr std::size_t kProbes = 24;
 // The key bias's gradient is zero up to float32 rounding of sums of T · d_model terms of size ~1;
-// the query bias's is of order 0.1. 1e-5 of it separates "zero up to rounding" from "not zero".
+// the query bias's is of order 1. 1e-5 of it separates "zero up to rounding" from "not zero".
 constexpr double kKeyBiasRatio = 1e-5;
 
 const std::vector<std::size_t> kSaturationWidths = {4, 16, 64, 256, 1024, 4096, 16384};

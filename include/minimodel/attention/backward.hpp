@@ -103,7 +103,8 @@ Matrix<Real> mha_forward(const MhaParams<Real>& params, const Matrix<Real>& x,
 
 /// Block B. From d_out = dL/dy, (T, d_model): every gradient of MhaGrads, using only what the
 /// tape holds (no forward is recomputed).
-/// @throws std::invalid_argument if d_out is not shaped as the tape's x.
+/// @throws std::invalid_argument if d_out is not shaped as the tape's x, or params are not the
+///         forward's (another number of heads, or a W_O of another width than x).
 template <class Real>
 MhaGrads<Real> mha_backward(const MhaParams<Real>& params, const MhaTape<Real>& tape,
                             const Matrix<Real>& d_out);

@@ -2,6 +2,7 @@
 #include "minimodel/attention/backward.hpp"
 
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -39,6 +40,14 @@ Matrix<Real> affine(const Matrix<Real>& x, const Matrix<Real>& w, const Vector<R
   Matrix<Real> y = xt::linalg::dot(x, w);
   y += xt::view(b, xt::newaxis(), xt::all());
   return y;
+}
+
+// "1e-07" rather than std::to_string's "0.000000".
+template <class Real>
+std::string number_text(Real value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
 }
 
 }  // namespace
@@ -147,6 +156,11 @@ MhaGrads<Real> mha_backward(const MhaParams<Real>& params, const MhaTape<Real>& 
                             const Matrix<Real>& d_out) {
   require_same_shape("mha_backward", "d_out", d_out, "the forward's x", tape.x);
   const std::size_t T = tape.x.shape(0), d_model = tape.x.shape(1);
+  if (params.n_heads != tape.heads.size() || params.w_o.shape(0) != d_model)
+    throw std::invalid_argument("mha_backward: params have " + std::to_string(params.n_heads) +
+                                " heads and W_O " + shape_of(params.w_o) + " but the tape holds " +
+                                std::to_string(tape.heads.size()) + " heads and x " +
+                                shape_of(tape.x) + "; pass the forward's parameters");
   const std::size_t d_head = d_model / params.n_heads;
   MhaGrads<Real> grads;
   grads.dw_o = xt::linalg::dot(transposed(tape.merged), d_out);
@@ -184,7 +198,7 @@ Matrix<Real> layer_norm_forward(const Matrix<Real>& x, LayerNormTape<Real>& tape
     throw std::invalid_argument("layer_norm_forward: x is " + shape_of(x) +
                                 "; d_model must be positive");
   if (!(eps > 0) || !std::isfinite(eps))
-    throw std::invalid_argument("layer_norm_forward: eps is " + std::to_string(eps) +
+    throw std::invalid_argument("layer_norm_forward: eps is " + number_text(eps) +
                                 "; it must be positive and finite");
   const Matrix<Real> mean = xt::mean(x, {1}, xt::keep_dims);  // a container, as in Block A
   const Matrix<Real> centered = x - mean;
