@@ -652,6 +652,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
     std::string what;
     std::function<void()> make;
     std::string expected;
+    bool needs_build = true;  // false: a defect of the files, which --files-only finds unbuilt
   };
   auto remove_line = [&](const std::string& file, const std::string& line) {
     std::string text = read(repo_ / file);
@@ -662,7 +663,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
   const std::vector<Defect> defects = {
       {"a missing section",
        [&] { remove_line("labs/00-attention-by-hand.md", "## Stop conditions\n"); },
-       "labs/00-attention-by-hand.md: no \"## Stop conditions\" section"},
+       "labs/00-attention-by-hand.md: no \"## Stop conditions\" section", false},
       {"a missing README row",
        [&] {
          remove_line("README.md",
@@ -672,7 +673,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
                      "`merge_heads`, `heatmap.png` "
                      "(one panel per head) |\n");
        },
-       "README.md's lab map has no row for lab 01"},
+       "README.md's lab map has no row for lab 01", false},
       {"a quoted command that leaves the lab",
        [&] {
          write(repo_ / "labs/00-attention-by-hand.md",
@@ -691,7 +692,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
        "labs/00-attention-by-hand.md: `ctest --preset learner -L lab00 -R NoSuchTest` runs no "
        "test"},
       {"a missing write-up", [&] { fs::remove(repo_ / "solutions/02-causal-mask.md"); },
-       "lab 02 lacks solutions/02-causal-mask.md (its reference write-up)"},
+       "lab 02 lacks solutions/02-causal-mask.md (its reference write-up)", false},
       {"a pristine stub that passes",
        [&] {
          copy_reference_into_stub();
@@ -729,7 +730,8 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
   for (const Defect& defect : defects) {
     SCOPED_TRACE(defect.what);
     defect.make();
-    const Outcome check = workbook("dev-check --lab 00");
+    const Outcome check =
+        workbook(defect.needs_build ? "dev-check --lab 00" : "dev-check --lab 00 --files-only");
     EXPECT_EQ(check.status, 1) << check.out;
     EXPECT_NE(check.out.find(defect.expected), std::string::npos) << check.out;
     EXPECT_EQ(git("status --porcelain --ignored experiments").out, status_before)

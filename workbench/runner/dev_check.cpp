@@ -12,8 +12,9 @@
 //   commands     every `ctest --preset NAME` in the prose names a test preset that exists
 // Then, unless --files-only, it builds every lab and reuses ctest for what ctest checks: the
 // pristine stubs (label "stubs"), the reference tests, verify programs and artifacts (label
-// "reference"), read from ctest's JUnit report; and it lists what each `ctest --preset …` quoted
-// in a lab text runs, which must be tests of the lab it names. It never deletes or writes a file
+// "reference"), read from ctest's JUnit report (unless --tests-just-ran: .ci/run has just run
+// those labels with `ctest --preset test`); and it lists what each `ctest --preset …` quoted in a
+// lab text runs, which must be tests of the lab it names. It never deletes or writes a file
 // in the sources (except README.md's lab map, when asked to write it).
 #include <algorithm>
 #include <iostream>
@@ -507,9 +508,11 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
                           "\n  (full output: " + ctx.ws.relative(build.log) + ")");
       } else {
         const std::string regex = "^lab(" + names + ")\\.";
-        std::cout << "running ctest -L stubs and -L reference…\n" << std::flush;
-        ctest_defects(ctx, "stubs", regex, defects);
-        ctest_defects(ctx, "reference", regex, defects);
+        if (!options.tests_just_ran) {
+          std::cout << "running ctest -L stubs and -L reference…\n" << std::flush;
+          ctest_defects(ctx, "stubs", regex, defects);
+          ctest_defects(ctx, "reference", regex, defects);
+        }
         for (const Lab* lab : complete) check_quoted_commands(ctx, *lab, defects);
       }
     }

@@ -40,7 +40,8 @@ int bench(const Context& ctx, const BenchOptions& options);  // bench.cpp
 struct DevCheckOptions {
   std::vector<std::string> only_labs;  ///< lab numbers; empty: all
   bool files_only = false;             ///< check the registry against the files; no build
-  bool write_lab_map = false;          ///< first write README.md's lab map from the registry
+  bool tests_just_ran = false;  ///< build and check quoted commands, but run no ctest label again
+  bool write_lab_map = false;   ///< first write README.md's lab map from the registry
 };
 int dev_check(const Context& ctx, const DevCheckOptions& options);  // dev_check.cpp
 

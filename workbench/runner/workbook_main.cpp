@@ -204,6 +204,9 @@ int main(int argc, char** argv) {
                             "Build and run the tests of these labs only (default: all)");
   dev_check_cmd->add_flag("--files-only", dev_check_options.files_only,
                           "Check the registry against the files only: no build, no tests");
+  dev_check_cmd->add_flag("--tests-just-ran", dev_check_options.tests_just_ran,
+                          "The stubs and reference tests have just passed in this build folder "
+                          "(`ctest --preset test`, as .ci/run runs it): do not run them again");
   dev_check_cmd->add_flag("--write-lab-map", dev_check_options.write_lab_map,
                           "First write README.md's lab map from labs/labs.json");
 
