@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@ using MatrixD = Matrix<double>;
 constexpr double kStep = 1e-5;
 constexpr double kFiniteDifferenceTolerance = 1e-6;
 constexpr std::size_t kProbes = 24;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // The key bias's gradient is zero up to float32 rounding of sums of T · d_model terms of size ~1;
 // the query bias's is of order 1. 1e-5 of it separates "zero up to rounding" from "not zero".
 constexpr double kKeyBiasRatio = 1e-5;
@@ -82,7 +84,8 @@ double finite_difference_error(Tensor& param, const Grad& analytic,
     const double down = loss();
     param.flat(i) = saved;
     const double numeric = (up - down) / (2 * kStep);
-    worst = std::max(worst, std::abs(analytic.flat(i) - numeric));
+    const double diff = std::abs(analytic.flat(i) - numeric);
+    worst = std::max(worst, std::isnan(diff) ? kInfinity : diff);  // std::max would drop a NaN
     scale = std::max(scale, std::abs(numeric));
   }
   return worst / scale;
@@ -282,7 +285,7 @@ int main(int argc, char** argv) {
     run.print(
         "Gradient flow (measured, not checked): 8 blocks of the toy layer's size, each with lab "
         "01's weights for seed 2025 + i and zero biases, causal, on the toy sentence; L = sum(y ⊙ "
-        "r). ‖∂L/∂x_i‖ at the input of block i (block 8's input is y), and ‖∂L/∂W_Q‖ of block i.");
+        "r). ‖∂L/∂x_i‖ at the input of block i (row 8: the output y), and ‖∂L/∂W_Q‖ of block i.");
     std::vector<double> depth, post_dx, pre_dx, post_dw, pre_dw;
     for (const Norm norm : {Norm::post_ln, Norm::pre_ln}) {
       std::vector<MhaParams<float>> layers;
