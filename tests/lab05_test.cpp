@@ -323,7 +323,10 @@ TEST(RopeSelfAttention, WeightsAreCausalAndRowsSumToOne) {
 
 TEST(RopeSelfAttention, RejectsInputsOfTheWrongShape) {
   const std::size_t d = 16, H = 2;
-  const auto [w_q, w_k, w_v, w_o] = random_weights(d, 20);
+  // References, not a structured binding: the lambdas below capture them, which clang 14 (the
+  // sanitizer build) does not allow for bindings before C++20.
+  const std::array<Tensor2, 4> weights = random_weights(d, 20);
+  const Tensor2 &w_q = weights[0], &w_k = weights[1], &w_v = weights[2], &w_o = weights[3];
   const Tensor3 x = xt::zeros<float>({2, 6, 16});
   const RotaryPositionalEmbedding rope(kTheta, 8, kMaxSeqLen), narrow(kTheta, 4, kMaxSeqLen);
   const Positions six = range_of_positions(0, 6);
