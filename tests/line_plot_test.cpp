@@ -2,10 +2,10 @@
 // atomic writes and the validation messages. Pixels are found by colour, not by the layout code.
 #include "figures/line_plot.hpp"
 #include "support/decoded_png.hpp"
+#include "support/temp_dir.hpp"
 
 #include <cairo.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -26,33 +26,11 @@ using minimodel::testing::DecodedPng;
 using minimodel::testing::describe;
 using minimodel::testing::near;
 using minimodel::testing::Rgb8;
+using minimodel::testing::TempDir;
 using workbench::render_line_plot;
 using workbench::render_line_plots;
 
 namespace {
-
-/// A fresh folder per test (tests may run in parallel processes), removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("line_plot_test_" + std::string(info->name()) + "_" + std::to_string(getpid()));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 constexpr Rgb8 kWhite{255, 255, 255};
 constexpr Rgb8 kBlue{0x1f, 0x77, 0xb4};    // tab10, series 0
@@ -255,7 +233,7 @@ double max_distance_from_straight_line(const std::vector<double>& rows) {
 // --- Size and look ------------------------------------------------------------------------------
 
 TEST(LinePlot, OnePlotIsAPngThatCairoDecodesOfAboutEightHundredByFiveHundred) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   const fs::path png = dir / "norm.png";
   render_line_plot(png, norm_plot());
   ASSERT_TRUE(fs::exists(png));
@@ -267,7 +245,7 @@ TEST(LinePlot, OnePlotIsAPngThatCairoDecodesOfAboutEightHundredByFiveHundred) {
 }
 
 TEST(LinePlot, SideBySidePlotsAreWiderThanOnePlotAndAboutAsTall) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   render_line_plot(dir / "one.png", offset_plot("score vs offset"));
   render_line_plots(dir / "two.png", "Scores by relative offset",
                     {offset_plot("head 0"), offset_plot("head 1")});
@@ -280,7 +258,7 @@ TEST(LinePlot, SideBySidePlotsAreWiderThanOnePlotAndAboutAsTall) {
 }
 
 TEST(LinePlot, BackgroundIsWhite) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   const fs::path png = dir / "norm.png";
   render_line_plot(png, norm_plot());
   const DecodedPng img(png);
@@ -291,7 +269,7 @@ TEST(LinePlot, BackgroundIsWhite) {
 
 TEST(LinePlot, EachSeriesIsDrawnInItsOwnTab10Colour) {
   // Flat series make long horizontal runs of their colour; unlabelled, so there is no legend.
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot;
   const std::vector<double> x = integers(0, 8);
   plot.series = {{x, std::vector<double>(9, 1.0), ""}, {x, std::vector<double>(9, 2.0), ""}};
@@ -305,7 +283,7 @@ TEST(LinePlot, EachSeriesIsDrawnInItsOwnTab10Colour) {
 
 TEST(LinePlot, LegendListsTheLabelsInsideTheTopRightWhenDataLeavesRoom) {
   // Falling lines leave the top right free. Only the legend differs between the two images.
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot;
   const std::vector<double> layers = integers(0, 8);
   std::vector<double> high, low;
@@ -343,7 +321,7 @@ TEST(LinePlot, LegendListsTheLabelsInsideTheTopRightWhenDataLeavesRoom) {
 
 TEST(LinePlot, LegendMovesOutsideTheRightWhenItWouldCoverDataInEveryCorner) {
   // Two opposite zig-zags between the bottom and the top of the plot reach all four corners.
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot;
   const std::vector<double> x = integers(0, 8);
   std::vector<double> zig, zag;
@@ -375,7 +353,7 @@ TEST(LinePlot, LegendMovesOutsideTheRightWhenItWouldCoverDataInEveryCorner) {
 // --- Log axis -----------------------------------------------------------------------------------
 
 TEST(LinePlot, LogYDrawsAGeometricSeriesAsAStraightLine) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot;
   const std::vector<double> x = integers(0, 6);
   std::vector<double> y;
@@ -395,7 +373,7 @@ TEST(LinePlot, LogYDrawsAGeometricSeriesAsAStraightLine) {
 }
 
 TEST(LinePlot, LogYRendersDataWithinOneDecadeAndConstantData) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot = norm_plot();  // 8 to 30: a single decade tick inside the data
   plot.log_y = true;
   render_line_plot(dir / "one_decade.png", plot);
@@ -406,7 +384,7 @@ TEST(LinePlot, LogYRendersDataWithinOneDecadeAndConstantData) {
 }
 
 TEST(LinePlot, LogXAndLogYDrawAPowerLawAsAStraightLine) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot;
   std::vector<double> x, y;
   for (double v = 1; v <= 1024; v *= 2) {
@@ -433,14 +411,14 @@ TEST(LinePlot, LogXAndLogYDrawAPowerLawAsAStraightLine) {
 
 TEST(LinePlot, LogXTicksArePowersOfTwoOnTheDataWhenItSpansFewerThanThreeDecades) {
   // T = 128 ... 16384: 1024 and 1e+03 would be 3 px apart, so powers of two replace the decades.
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   expect_even_log_x_ticks_on_the_data(dir / "two_decades.png",
                                       {128, 256, 512, 1024, 2048, 4096, 8192, 16384}, 8);
   expect_even_log_x_ticks_on_the_data(dir / "under_a_decade.png", {8, 16, 32, 64}, 4);
 }
 
 TEST(LinePlot, LogXTicksAreDecadesWithAMinorGridWhenTheDataSpansFiveDecades) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   const fs::path png = dir / "five_decades.png";
   expect_even_log_x_ticks_on_the_data(png, {1, 10, 100, 1e3, 1e4, 1e5}, 6);
   // 2..9 times each decade: a fainter vertical line, in a row of the plot area clear of the data.
@@ -452,7 +430,7 @@ TEST(LinePlot, LogXTicksAreDecadesWithAMinorGridWhenTheDataSpansFiveDecades) {
 }
 
 TEST(LinePlot, ASinglePointIsDrawnAsAMarker) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot;
   plot.series = {{{3}, {7}, "one point"}};
   render_line_plot(dir / "point.png", plot);
@@ -464,7 +442,7 @@ TEST(LinePlot, ASinglePointIsDrawnAsAMarker) {
 // --- Files --------------------------------------------------------------------------------------
 
 TEST(LinePlot, LeavesNoTemporaryFileBehindAndCreatesMissingFolders) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   const fs::path folder = dir / "experiments";
   render_line_plot(folder / "a" / "one.png", norm_plot());
   render_line_plots(folder / "a" / "two.png", "two", {offset_plot("a"), offset_plot("b")});
@@ -476,7 +454,7 @@ TEST(LinePlot, LeavesNoTemporaryFileBehindAndCreatesMissingFolders) {
 }
 
 TEST(LinePlot, UnwritablePathThrowsRuntimeErrorNamingIt) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   const fs::path not_a_folder = dir / "file.txt";
   std::ofstream(not_a_folder) << "a regular file";
   const fs::path png = not_a_folder / "plot.png";
@@ -492,12 +470,12 @@ TEST(LinePlot, UnwritablePathThrowsRuntimeErrorNamingIt) {
 // --- Validation ---------------------------------------------------------------------------------
 
 TEST(LinePlot, RejectsAPlotWithoutSeries) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   expect_invalid(workbench::LinePlot{}, dir / "plot.png", {"render_line_plot", "no series"});
 }
 
 TEST(LinePlot, RejectsAnEmptySeriesNamingIt) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot = norm_plot();
   plot.series[1].x.clear();
   plot.series[1].y.clear();
@@ -505,7 +483,7 @@ TEST(LinePlot, RejectsAnEmptySeriesNamingIt) {
 }
 
 TEST(LinePlot, RejectsXAndYOfDifferentLengths) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot = norm_plot();
   plot.series[1].y.pop_back();
   expect_invalid(plot, dir / "plot.png", {"series 1", "\"pre-LN\"", "9 x values", "8 y values"});
@@ -514,7 +492,7 @@ TEST(LinePlot, RejectsXAndYOfDifferentLengths) {
 }
 
 TEST(LinePlot, RejectsValuesThatAreNotFinite) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   workbench::LinePlot plot = norm_plot();
@@ -529,7 +507,7 @@ TEST(LinePlot, RejectsValuesThatAreNotFinite) {
 }
 
 TEST(LinePlot, RejectsLogYWithAYAtOrBelowZero) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot = norm_plot();
   plot.log_y = true;
   plot.series[1].y[2] = 0;
@@ -542,7 +520,7 @@ TEST(LinePlot, RejectsLogYWithAYAtOrBelowZero) {
 }
 
 TEST(LinePlot, RejectsLogXWithAnXAtOrBelowZeroNamingIt) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   workbench::LinePlot plot = norm_plot();  // layers from 0
   plot.log_x = true;
   expect_invalid(plot, dir / "plot.png", {"log_x", "series 0", "\"post-LN\"", "x[0] = 0"});
@@ -561,7 +539,7 @@ TEST(LinePlot, RejectsLogXWithAnXAtOrBelowZeroNamingIt) {
 }
 
 TEST(LinePlot, SideBySideRejectsNoPlotsAndNamesTheInvalidPlot) {
-  const TempDir dir;
+  const TempDir dir("line_plot_test");
   const fs::path png = dir / "plots.png";
   expect_invalid([&] { render_line_plots(png, "none", {}); }, png,
                  {"render_line_plots", "no plots"});

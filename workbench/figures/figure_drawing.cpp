@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 namespace workbench::drawing {
 
@@ -79,6 +80,13 @@ std::string number(double v) {
   return out.str();
 }
 
+std::string fixed(double v, int decimals) {
+  const bool zero = std::abs(v) < 0.5 * std::pow(10.0, -decimals);  // no "-0.00"
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, zero ? 0.0 : v);
+  return buf;
+}
+
 std::vector<std::string> format_ticks(const std::vector<double>& ticks, double step) {
   const int most = std::max(0, 2 - static_cast<int>(std::floor(std::log10(step))));
   int decimals = 0;
@@ -90,12 +98,7 @@ std::vector<std::string> format_ticks(const std::vector<double>& ticks, double s
     if (exact) break;
   }
   std::vector<std::string> out;
-  char buf[64];
-  for (double t : ticks) {
-    const bool zero = std::abs(t) < 0.5 * std::pow(10.0, -decimals);  // no "-0.00"
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, zero ? 0.0 : t);
-    out.emplace_back(buf);
-  }
+  for (double t : ticks) out.push_back(fixed(t, decimals));
   return out;
 }
 
@@ -118,6 +121,87 @@ Ticks nice_ticks(double lo, double hi, bool integers) {
       for (double i = first; i <= last; ++i) ticks.values.push_back(i * step);
       return ticks;
     }
+  }
+}
+
+// --- Series and legends -------------------------------------------------------------------------
+
+Rgb series_colour(std::size_t i) {
+  static constexpr std::array<Rgb, 10> kTab10{{
+      {0x1f / 255.0, 0x77 / 255.0, 0xb4 / 255.0},  // blue
+      {0xff / 255.0, 0x7f / 255.0, 0x0e / 255.0},  // orange
+      {0x2c / 255.0, 0xa0 / 255.0, 0x2c / 255.0},  // green
+      {0xd6 / 255.0, 0x27 / 255.0, 0x28 / 255.0},  // red
+      {0x94 / 255.0, 0x67 / 255.0, 0xbd / 255.0},  // purple
+      {0x8c / 255.0, 0x56 / 255.0, 0x4b / 255.0},  // brown
+      {0xe3 / 255.0, 0x77 / 255.0, 0xc2 / 255.0},  // pink
+      {0x7f / 255.0, 0x7f / 255.0, 0x7f / 255.0},  // grey
+      {0xbc / 255.0, 0xbd / 255.0, 0x22 / 255.0},  // olive
+      {0x17 / 255.0, 0xbe / 255.0, 0xcf / 255.0},  // cyan
+  }};
+  return kTab10[i % kTab10.size()];
+}
+
+std::string series_name(const std::string& label, std::size_t i) {
+  std::string name = "series " + std::to_string(i);
+  if (!label.empty()) name += " (\"" + label + "\")";
+  return name;
+}
+
+std::string value_at(const std::string& name, std::size_t j, double v) {
+  return name + "[" + std::to_string(j) + "] = " + number(v);
+}
+
+Legend make_legend(cairo_t* cr, std::vector<std::string> labels) {
+  Legend legend;
+  legend.labels = std::move(labels);
+  if (legend.labels.empty()) return legend;
+  const auto rows = static_cast<double>(legend.labels.size());
+  legend.box.width = std::ceil(2 * kLegendPad + kLegendSample + kGap +
+                               max_width(cr, legend.labels, kTickLabelSize));
+  legend.box.height = std::ceil(2 * kLegendPad + rows * line_height(cr, kTickLabelSize) +
+                                (rows - 1) * kLegendRowGap);
+  return legend;
+}
+
+double place_legend(Legend& legend, const Box& area,
+                    const std::function<bool(const Box&)>& hides_data) {
+  if (legend.labels.empty()) return 0;
+  Box& box = legend.box;
+  const double right = area.right() - kLegendInset - box.width;
+  const double bottom = area.bottom() - kLegendInset - box.height;
+  const double left = area.left + kLegendInset;
+  const double top = area.top + kLegendInset;
+  for (const auto& [x, y] : {std::pair{right, top}, std::pair{left, top}, std::pair{right, bottom},
+                             std::pair{left, bottom}}) {
+    box.left = x;
+    box.top = y;
+    if (!hides_data(box)) return 0;
+  }
+  box.left = area.right() + 2 * kGap;
+  box.top = area.top;
+  return 2 * kGap + box.width;
+}
+
+void draw_legend(cairo_t* cr, const Legend& legend,
+                 const std::function<void(std::size_t row, double x, double y)>& draw_sample) {
+  if (legend.labels.empty()) return;
+  const Box& box = legend.box;
+  cairo_rectangle(cr, box.left + 0.5, box.top + 0.5, box.width - 1, box.height - 1);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_fill_preserve(cr);
+  set_source(cr, kLegendEdge);
+  cairo_set_line_width(cr, 1);
+  cairo_stroke(cr);
+
+  const double row = line_height(cr, kTickLabelSize);
+  for (std::size_t r = 0; r < legend.labels.size(); ++r) {
+    const double y =
+        box.top + kLegendPad + static_cast<double>(r) * (row + kLegendRowGap) + row / 2;
+    const double x0 = box.left + kLegendPad;
+    draw_sample(r, x0, y);
+    draw_text(cr, legend.labels[r], x0 + kLegendSample + kGap, y, kTickLabelSize, HAlign::left,
+              VAlign::middle);
   }
 }
 

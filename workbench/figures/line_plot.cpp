@@ -14,7 +14,6 @@
 #include <cairo.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -32,60 +31,23 @@ namespace {
 using namespace drawing;  // the shared look and helpers of figure_drawing.hpp
 
 // --- Layout constants, in pixels (the shared ones are in figure_drawing.hpp) -------------------
-constexpr double kSingleWidth = 800;      // a figure of one plot
 constexpr double kSideBySideWidth = 560;  // each plot of several
-constexpr double kPlotHeight = 360;       // the plot area, inside the frame
 constexpr double kDataMargin = 0.05;      // of the data range, on each side of each axis
 constexpr double kLineWidth = 2;
 constexpr double kMarkerRadius = 3.5;
 constexpr double kMarkerSpacing = 8;  // markers only when points are this far apart on average
-constexpr double kLegendPad = 8;      // inside the legend box
-constexpr double kLegendInset = 10;   // between the legend box and the frame
-constexpr double kLegendSample = 26;  // length of the line drawn before a label
-constexpr double kLegendRowGap = 4;
-constexpr double kLegendClearance = 4;  // data closer than this to the legend box counts as hidden
 constexpr int kMostLogTicks = 8;
 
-constexpr Rgb kGrid{0.88, 0.88, 0.88};
 constexpr Rgb kMinorGrid{0.93, 0.93, 0.93};
-constexpr Rgb kLegendEdge{0.80, 0.80, 0.80};
-
-/// matplotlib's tab10 (the default colour cycle), reused from the 11th series on.
-Rgb series_colour(std::size_t i) {
-  static constexpr std::array<Rgb, 10> kTab10{{
-      {0x1f / 255.0, 0x77 / 255.0, 0xb4 / 255.0},  // blue
-      {0xff / 255.0, 0x7f / 255.0, 0x0e / 255.0},  // orange
-      {0x2c / 255.0, 0xa0 / 255.0, 0x2c / 255.0},  // green
-      {0xd6 / 255.0, 0x27 / 255.0, 0x28 / 255.0},  // red
-      {0x94 / 255.0, 0x67 / 255.0, 0xbd / 255.0},  // purple
-      {0x8c / 255.0, 0x56 / 255.0, 0x4b / 255.0},  // brown
-      {0xe3 / 255.0, 0x77 / 255.0, 0xc2 / 255.0},  // pink
-      {0x7f / 255.0, 0x7f / 255.0, 0x7f / 255.0},  // grey
-      {0xbc / 255.0, 0xbd / 255.0, 0x22 / 255.0},  // olive
-      {0x17 / 255.0, 0xbe / 255.0, 0xcf / 255.0},  // cyan
-  }};
-  return kTab10[i % kTab10.size()];
-}
 
 // --- Validation ---------------------------------------------------------------------------------
-
-std::string series_name(const LineSeries& s, std::size_t i) {
-  std::string name = "series " + std::to_string(i);
-  if (!s.label.empty()) name += " (\"" + s.label + "\")";
-  return name;
-}
-
-/// "x[3] = 0", for messages.
-std::string value_at(const std::string& axis, std::size_t j, double v) {
-  return axis + "[" + std::to_string(j) + "] = " + number(v);
-}
 
 /// `where` starts every message: "render_line_plot: " or "render_line_plots: plot 1 (...): ".
 void validate(const LinePlot& plot, const std::string& where) {
   if (plot.series.empty()) throw std::invalid_argument(where + "no series to draw");
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     const LineSeries& s = plot.series[i];
-    const std::string name = series_name(s, i);
+    const std::string name = series_name(s.label, i);
     if (s.x.empty() && s.y.empty())
       throw std::invalid_argument(where + name + " is empty; a series needs at least one point");
     if (s.x.size() != s.y.size())
@@ -233,22 +195,12 @@ std::pair<Axis, Axis> make_axes(const LinePlot& plot) {
 
 // --- Layout -------------------------------------------------------------------------------------
 
-struct Box {
-  double left = 0, top = 0, width = 0, height = 0;
-  double right() const { return left + width; }
-  double bottom() const { return top + height; }
-  bool contains(double x, double y, double clearance) const {
-    return x >= left - clearance && x <= right() + clearance && y >= top - clearance &&
-           y <= bottom() + clearance;
-  }
-};
-
 /// Where one plot goes: its plot area (inside the frame) and its legend.
 struct Panel {
   Axis x, y;
   Box area;
   std::vector<std::size_t> legend_entries;  // series with a label, in order
-  Box legend;                               // empty when there are no labels
+  Legend legend;                            // of their labels
   double y_tick_w = 0;                      // of the longest y tick label
 
   // Pixel coordinates of a unit on each axis, and of a value.
@@ -285,27 +237,6 @@ bool covers_data(const Panel& panel, const LinePlot& plot, const Box& box) {
   return false;
 }
 
-/// Puts the legend inside the first corner where it hides no data (top right, top left, bottom
-/// right, bottom left), else to the right of the plot area. Returns the width it needs there.
-double place_legend(Panel& panel, const LinePlot& plot) {
-  if (panel.legend_entries.empty()) return 0;
-  Box& legend = panel.legend;
-  const Box& a = panel.area;
-  const double right = a.right() - kLegendInset - legend.width;
-  const double bottom = a.bottom() - kLegendInset - legend.height;
-  const double left = a.left + kLegendInset;
-  const double top = a.top + kLegendInset;
-  for (const auto& [x, y] : {std::pair{right, top}, std::pair{left, top}, std::pair{right, bottom},
-                             std::pair{left, bottom}}) {
-    legend.left = x;
-    legend.top = y;
-    if (!covers_data(panel, plot, legend)) return 0;
-  }
-  legend.left = a.right() + 2 * kGap;
-  legend.top = a.top;
-  return 2 * kGap + legend.width;
-}
-
 /// The plot areas of all panels have the same size; a legend outside widens its panel's slot.
 Layout make_layout(cairo_t* cr, const std::string& figure_title, const std::vector<LinePlot>& plots,
                    bool panel_titles) {
@@ -313,7 +244,6 @@ Layout make_layout(cairo_t* cr, const std::string& figure_title, const std::vect
   lay.figure_title = !figure_title.empty();
   const double tick_h = line_height(cr, kTickLabelSize);
   const double axis_h = line_height(cr, kAxisTitleSize);
-  const double legend_row = line_height(cr, kTickLabelSize);
 
   // Widest of the slot width and the panel titles, so that no title runs into its neighbour.
   double slot_w = plots.size() == 1 ? kSingleWidth : kSideBySideWidth;
@@ -349,12 +279,10 @@ Layout make_layout(cairo_t* cr, const std::string& figure_title, const std::vect
       panel.legend_entries.push_back(s);
       labels.push_back(plot.series[s].label);
     }
-    const auto rows = static_cast<double>(labels.size());
-    panel.legend.width =
-        std::ceil(2 * kLegendPad + kLegendSample + kGap + max_width(cr, labels, kTickLabelSize));
-    panel.legend.height =
-        std::ceil(2 * kLegendPad + rows * legend_row + std::max(0.0, rows - 1) * kLegendRowGap);
-    slot_widths.push_back(slot_w + place_legend(panel, plot));
+    panel.legend = make_legend(cr, std::move(labels));
+    slot_widths.push_back(slot_w + place_legend(panel.legend, panel.area, [&](const Box& box) {
+                            return covers_data(panel, plot, box);
+                          }));
     lay.panels.push_back(panel);
   }
 
@@ -366,7 +294,7 @@ Layout make_layout(cairo_t* cr, const std::string& figure_title, const std::vect
   double slot_x = std::round((lay.width - content_w) / 2);
   for (std::size_t i = 0; i < plots.size(); ++i) {
     lay.panels[i].area.left += slot_x;
-    lay.panels[i].legend.left += slot_x;
+    lay.panels[i].legend.box.left += slot_x;
     slot_x += slot_widths[i];
   }
   return lay;
@@ -450,32 +378,17 @@ void draw_axes(cairo_t* cr, const Panel& p, const LinePlot& plot) {
 }
 
 void draw_legend(cairo_t* cr, const Panel& p, const LinePlot& plot) {
-  if (p.legend_entries.empty()) return;
-  const Box& box = p.legend;
-  cairo_rectangle(cr, box.left + 0.5, box.top + 0.5, box.width - 1, box.height - 1);
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_fill_preserve(cr);
-  set_source(cr, kLegendEdge);
-  cairo_set_line_width(cr, 1);
-  cairo_stroke(cr);
-
-  const double row = line_height(cr, kTickLabelSize);
-  for (std::size_t r = 0; r < p.legend_entries.size(); ++r) {
-    const std::size_t s = p.legend_entries[r];
-    const double y =
-        box.top + kLegendPad + static_cast<double>(r) * (row + kLegendRowGap) + row / 2;
-    const double x0 = box.left + kLegendPad;
-    set_source(cr, series_colour(s));
+  drawing::draw_legend(cr, p.legend, [&](std::size_t row, double x, double y) {
+    const LineSeries& s = plot.series[p.legend_entries[row]];
+    set_source(cr, series_colour(p.legend_entries[row]));
     cairo_set_line_width(cr, kLineWidth);
-    draw_line(cr, x0, y, x0 + kLegendSample, y);
+    draw_line(cr, x, y, x + kLegendSample, y);
     cairo_stroke(cr);
-    if (has_markers(p, plot.series[s])) {
-      cairo_arc(cr, x0 + kLegendSample / 2, y, kMarkerRadius, 0, 2 * drawing::kPi);
+    if (has_markers(p, s)) {
+      cairo_arc(cr, x + kLegendSample / 2, y, kMarkerRadius, 0, 2 * drawing::kPi);
       cairo_fill(cr);
     }
-    draw_text(cr, plot.series[s].label, x0 + kLegendSample + kGap, y, kTickLabelSize, HAlign::left,
-              VAlign::middle);
-  }
+  });
 }
 
 void draw_panel(cairo_t* cr, const Panel& p, const LinePlot& plot, bool panel_title) {
