@@ -38,7 +38,7 @@ endfunction()
 #
 # Sets, in the caller's scope: MINIMODEL_LABS (the lab numbers in order) and, for each lab NN,
 # MINIMODEL_LAB_NN_SLUG, MINIMODEL_LAB_NN_PREREQUISITES, MINIMODEL_LAB_NN_LEARNER_FILES,
-# MINIMODEL_LAB_NN_REFERENCE_FILES, MINIMODEL_LAB_NN_LIBRARIES and
+# MINIMODEL_LAB_NN_REFERENCE_FILES, MINIMODEL_LAB_NN_LIBRARIES, MINIMODEL_LAB_NN_VERIFY_LIBRARIES and
 # MINIMODEL_LAB_NN_{TESTS,VERIFY,EXPERIMENT} (paths from the registry's "layout" patterns).
 function(minimodel_read_registry json_file)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${json_file})
@@ -75,6 +75,9 @@ function(minimodel_read_registry json_file)
     # Optional: libraries the lab's code may use beyond its prerequisites' (lab 07's SIMD loops).
     minimodel_json_strings(libraries "${registry}" labs ${i} libraries)
     set(MINIMODEL_LAB_${number}_LIBRARIES ${libraries} PARENT_SCOPE)
+    # Optional: infrastructure the lab's verify program uses beyond lab_setup (lab 10's checkpoints).
+    minimodel_json_strings(verify_libraries "${registry}" labs ${i} verify_libraries)
+    set(MINIMODEL_LAB_${number}_VERIFY_LIBRARIES ${verify_libraries} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_LEARNER_FILES ${learner} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_REFERENCE_FILES ${reference} PARENT_SCOPE)
   endforeach()
@@ -144,7 +147,8 @@ function(minimodel_lab number)
   add_library(${lab}_test_objects OBJECT ${tests})
   target_link_libraries(${lab}_test_objects PUBLIC minimodel_test_support PRIVATE minimodel_warnings)
   add_library(${lab}_verify_objects OBJECT ${verify})
-  target_link_libraries(${lab}_verify_objects PUBLIC lab_setup PRIVATE minimodel_warnings)
+  target_link_libraries(${lab}_verify_objects PUBLIC lab_setup ${MINIMODEL_LAB_${number}_VERIFY_LIBRARIES}
+                                              PRIVATE minimodel_warnings)
   # Absolute paths into the source tree: its experiment folder, and committed data such as
   # verify/data/, found from a build in any folder.
   target_compile_definitions(${lab}_verify_objects PRIVATE

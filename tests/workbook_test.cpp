@@ -1,7 +1,9 @@
 // `workbook attend` end to end: the reference through the command matches the PyTorch fixtures,
-// and every kind of bad input gets one line on stderr, exit status 2 and no output file.
+// and every kind of bad input gets one line on stderr, exit status 2 and no output file. Then
+// `workbook generate` on a checkpoint the test saves, and `workbook bench`.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -19,8 +22,11 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
+#include "checkpoint/checkpoint.hpp"
+#include "generate/greedy.hpp"
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
+#include "support/random_model.hpp"
 #include "support/torch_parity.hpp"
 #include "util/files.hpp"
 
@@ -409,6 +415,132 @@ TEST_F(WorkbookAttend, RejectsKvHeadsThatCannotRunAndPositionsOfTheWrongShape) {
 
 TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {
   expect_rejected(args("mha_batched", {{"--impl", "mine"}}), "mine");
+}
+
+// `workbook generate`: the reference engine on a checkpoint saved here, printing the prompt and
+// greedy_generate's tokens; bad input gets one line on stderr and exit status 2.
+class WorkbookGenerate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scratch_ = fs::temp_directory_path() /
+               ("workbook_generate_" +
+                std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(scratch_);
+    fs::create_directories(scratch_);
+    checkpoint_.config = {11, 12, 8, 2, 2};  // vocab, max_len, d_model, n_heads, n_layers
+    checkpoint_.params = testing::random_model(checkpoint_.config, 5);
+    checkpoint_.training = {{"steps", 0}};
+    workbench::save_checkpoint(dir(), checkpoint_);
+  }
+  void TearDown() override { fs::remove_all(scratch_); }
+
+  struct Output {
+    int status;
+    std::string stdout_text, stderr_text;
+  };
+  // Runs `workbook generate <args>`, capturing stdout and stderr.
+  Output generate(const std::string& args) const {
+    const fs::path out = scratch_ / "stdout.txt";
+    const CommandResult run = workbook("generate " + args + " > " + out.string(), scratch_);
+    return {run.status, workbench::read_file(out), run.stderr_text};
+  }
+  // Expects exit status 2, nothing on stdout and exactly one line on stderr that mentions
+  // `mention`.
+  void expect_rejected(const std::string& args, const std::string& mention) const {
+    const Output run = generate(args);
+    EXPECT_EQ(run.status, 2) << run.stderr_text;
+    EXPECT_EQ(run.stdout_text, "");
+    EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1)
+        << run.stderr_text;
+    EXPECT_NE(run.stderr_text.find(mention), std::string::npos) << run.stderr_text;
+  }
+
+  fs::path dir() const { return scratch_ / "model"; }
+  std::string with_checkpoint(const std::string& args) const {
+    return "--checkpoint " + dir().string() + " " + args;
+  }
+  // "prompt:  3 7 1\noutput:  …\n" for these tokens.
+  static std::string block(const std::vector<std::size_t>& prompt,
+                           const std::vector<std::size_t>& output) {
+    std::string text = "prompt: ";
+    for (const std::size_t token : prompt) text += " " + std::to_string(token);
+    text += "\noutput: ";
+    for (const std::size_t token : output) text += " " + std::to_string(token);
+    return text + "\n";
+  }
+
+  workbench::Checkpoint checkpoint_;
+  fs::path scratch_;
+};
+
+TEST_F(WorkbookGenerate, ContinuesThePromptUpToMaxLenWithGreedyGeneratesTokens) {
+  const std::vector<std::size_t> prompt = {3, 7, 1};
+  const std::vector<std::size_t> expected =
+      workbench::greedy_generate(checkpoint_.config, checkpoint_.params, prompt, 12 - 3);
+  // Ids separated by spaces, commas or both, in one argument or several.
+  for (const char* ids : {"\"3 7 1\"", "3,7,1", "\"3, 7 ,1\"", "3 7 1"}) {
+    SCOPED_TRACE(ids);
+    const Output run = generate(with_checkpoint(std::string("--prompt ") + ids));
+    ASSERT_EQ(run.status, 0) << run.stderr_text;
+    EXPECT_EQ(run.stdout_text, block(prompt, expected));
+    EXPECT_EQ(run.stderr_text, "");
+  }
+}
+
+TEST_F(WorkbookGenerate, TokensSetsHowManyAreGenerated) {
+  const std::vector<std::size_t> expected =
+      workbench::greedy_generate(checkpoint_.config, checkpoint_.params, {4}, 5);
+  const Output run = generate(with_checkpoint("--prompt 4 --tokens 5"));
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  EXPECT_EQ(run.stdout_text, block({4}, expected));
+}
+
+TEST_F(WorkbookGenerate, RejectsAMissingCheckpointNamingIt) {
+  const fs::path missing = scratch_ / "no_such_model";
+  expect_rejected("--checkpoint " + missing.string() + " --prompt 1", missing.string());
+}
+
+TEST_F(WorkbookGenerate, RejectsAFolderThatIsNotACheckpoint) {
+  fs::create_directories(scratch_ / "empty");
+  expect_rejected("--checkpoint " + (scratch_ / "empty").string() + " --prompt 1",
+                  (scratch_ / "empty" / "config.json").string() + " is missing");
+}
+
+TEST_F(WorkbookGenerate, RejectsACheckpointWithABrokenTensorNamingTheFile) {
+  workbench::write_file_atomically(dir() / "layer1_w_v.npy", "not a .npy file");
+  expect_rejected(with_checkpoint("--prompt 1"), (dir() / "layer1_w_v.npy").string());
+}
+
+TEST_F(WorkbookGenerate, RejectsACheckpointHoldingANaNNamingTheTensorAndTheIndex) {
+  checkpoint_.params.layers[0].w_k(2, 5) = std::numeric_limits<float>::quiet_NaN();
+  workbench::save_checkpoint(dir(), checkpoint_);
+  expect_rejected(with_checkpoint("--prompt 1"), "layer0_w_k.npy holds nan at (2, 5)");
+}
+
+TEST_F(WorkbookGenerate, RejectsATokenOutsideTheVocabulary) {
+  expect_rejected(with_checkpoint("--prompt \"3 11\""),
+                  "--prompt holds token 11 but the checkpoint's vocabulary is 0 to 10");
+}
+
+TEST_F(WorkbookGenerate, RejectsTextThatIsNotTokenIds) {
+  for (const char* prompt : {"\"3 x\"", "\"3 -3\"", "\"3.5\"", "\" , \""}) {
+    SCOPED_TRACE(prompt);
+    expect_rejected(with_checkpoint(std::string("--prompt ") + prompt), "--prompt");
+  }
+}
+
+TEST_F(WorkbookGenerate, RejectsAPromptThatLeavesNoRoomAndTooManyTokens) {
+  expect_rejected(with_checkpoint("--prompt \"0 1 2 3 4 5 6 7 8 9 10 0\""),
+                  "--prompt has 12 tokens but the checkpoint's max_len is 12: give at most 11");
+  expect_rejected(with_checkpoint("--prompt \"1 2 3\" --tokens 10"),
+                  "--tokens 10 after a prompt of 3 tokens would pass the checkpoint's max_len 12: "
+                  "at most 9");
+}
+
+TEST_F(WorkbookGenerate, RejectsMissingOptionsAndAnUnknownImplementation) {
+  expect_rejected("--prompt 1", "--checkpoint");
+  expect_rejected(with_checkpoint(""), "--prompt");
+  expect_rejected(with_checkpoint("--prompt 1 --impl mine"), "mine");
 }
 
 // `workbook bench` reports what it measured consistently; no time is asserted, only units and

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attend/attend_options.hpp"
+#include "generate/generate_options.hpp"
 #include "runner/verbs.hpp"
 #include "util/process.hpp"
 
@@ -30,6 +31,24 @@ int attend(const std::string& impl, const workbench::AttendOptions& options) {
   if (!status.exited) {
     std::cerr << "workbook attend: the " << impl << " implementation crashed with "
               << status.describe() << "; nothing was written\n";
+    return kUsage;
+  }
+  return status.code;
+}
+
+// generate: run generate-<impl> from the same build folder with the same options, as attend does.
+int generate(const std::string& impl, const workbench::GenerateOptions& options) {
+  const auto engine = workbench::executable_dir() / ("generate-" + impl);
+  if (!std::filesystem::exists(engine)) {
+    std::cerr << "workbook generate: " << engine.string() << " is missing; build it with "
+              << "`cmake --build build --target generate-" << impl << "`\n";
+    return kEnvironment;
+  }
+  const workbench::ProcessStatus status =
+      workbench::run_process(engine, workbench::generate_arguments(options));
+  if (!status.exited) {
+    std::cerr << "workbook generate: the " << impl << " implementation crashed with "
+              << status.describe() << '\n';
     return kUsage;
   }
   return status.code;
@@ -84,6 +103,24 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"reference", "learner"}))
       ->capture_default_str();
   workbench::add_attend_options(*attend_cmd, options);
+
+  std::string generate_impl = "reference";
+  workbench::GenerateOptions generate_options;
+  CLI::App* generate_cmd = app.add_subcommand(
+      "generate",
+      "Continue a prompt with a trained model of lab 10 (a checkpoint folder): greedy decoding, "
+      "each next token the argmax of the logits, one token at a time through lab 08's KV cache "
+      "inside lab 04's pre-LN block. Prints the prompt and the continuation.\n"
+      "Exit status: 0 done; 1 the learner implementation reached a TODO stub; 2 bad input (a "
+      "missing or invalid checkpoint, a token outside the vocabulary, a prompt that fills "
+      "max_len).");
+  generate_cmd
+      ->add_option("--impl", generate_impl,
+                   "Which implementation of labs 04 and 08 runs: the reference solutions/ or your "
+                   "src/")
+      ->check(CLI::IsMember({"reference", "learner"}))
+      ->capture_default_str();
+  workbench::add_generate_options(*generate_cmd, generate_options);
 
   CLI::App* list_cmd = app.add_subcommand(
       "list",
@@ -218,6 +255,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*attend_cmd) return attend(impl, options);
+    if (*generate_cmd) return generate(generate_impl, generate_options);
     const workbook::Context ctx = make_context(repo, build);
     const std::optional<std::string> lab_arg =
         lab.empty() ? std::nullopt : std::optional<std::string>(lab);

@@ -1,0 +1,335 @@
+// Lab 10 verify: trains the tiny attention-only transformer on the copying task (random tokens
+// ending with a segment repeated once, the segment's length varying), then checks what it learned.
+// Checks: the loss on the second copy falls far below log V while the random tokens' stays near
+// it; the trained model predicts the second copy; a layer-0 head attends to the previous token and
+// a layer-1 head to the token after the earlier occurrence of the current one (an induction head);
+// the checkpoint reads back bit for bit.
+// Writes loss_log.csv while it trains (with a progress bar on a terminal), the checkpoint folder,
+// loss_curves.png, attention.png (every head before and after training) and head_scores.png.
+#include <unistd.h>  // isatty
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <xtensor/xsort.hpp>  // xt::argmax
+#include <xtensor/xview.hpp>
+
+#include "checkpoint/checkpoint.hpp"
+#include "figures/bar_chart.hpp"
+#include "figures/heatmap.hpp"
+#include "figures/line_plot.hpp"
+#include "lab_setup.hpp"
+#include "minimodel/model/tiny_transformer.hpp"
+
+using minimodel::Matrix;
+using minimodel::ModelConfig;
+using minimodel::ModelParams;
+using minimodel::ModelTape;
+using minimodel::TokenBatch;
+
+namespace {
+
+// The run: under a minute on 2 cores at -O3. The induction circuit forms near step 750 (the
+// "phase change" of the loss curve), so 1500 steps leave it twice that time, should another
+// BLAS or compiler round differently; an unoptimised build trains the same run, some 30 times
+// slower, and says so.
+const ModelConfig kModel = {64, 32, 64, 4, 2};  // V, max_len, d_model, heads, layers
+constexpr std::size_t kLength = 32, kBatch = 32, kSteps = 1500;
+constexpr float kLearningRate = 3e-3f;
+#ifdef __OPTIMIZE__
+constexpr bool kOptimised = true;
+#else
+constexpr bool kOptimised = false;
+#endif
+constexpr std::size_t kLogEvery = 10;        // steps per point of the loss log and curves
+constexpr std::size_t kFinalSteps = 50;      // the final losses: the mean over these last steps
+constexpr std::size_t kScoreSequences = 64;  // the held-out sequences of checks 3-5
+// A head "is" a previous-token or an induction head when its mean weight on that one key exceeds
+// 0.5: more than all other keys together. Random heads over T = 32 keys give ~1/16 on average.
+constexpr double kHeadThreshold = 0.5;
+// Before the circuit forms, the second copy's loss sits at log V, the loss of a uniform guess; the
+// reference ends near 0.3, and a fifth of log V (0.83) separates the two. The random tokens cannot
+// be predicted: their loss stays near log V, and a model that memorised its batches would fall
+// below 0.9 log V. Greedy predictions of the second copy: the reference gets 91% right.
+constexpr double kCopiedFraction = 0.2, kRandomFraction = 0.9, kAccuracy = 0.8;
+
+// The mean loss of a batch's predictions whose target is a random token (before the second copy)
+// and of those whose target is a copy (in the second copy, after its first token, which nothing
+// announces).
+std::pair<double, double> split_losses(const Matrix<float>& losses,
+                                       const minimodel::CopyBatch& batch) {
+  double random = 0.0, copied = 0.0;
+  std::size_t n_random = 0, n_copied = 0;
+  for (std::size_t b = 0; b < batch.tokens.size(); ++b)
+    for (std::size_t t = 0; t < losses.shape(1); ++t) {
+      const std::size_t target = t + 1, second = kLength - batch.segment[b];
+      if (target < second) random += losses(b, t), ++n_random;
+      if (target > second) copied += losses(b, t), ++n_copied;
+    }
+  return {random / double(n_random), copied / double(n_copied)};
+}
+
+// The attention weights (T, T) of every head, [layer][head], for sequence b of the tape.
+std::vector<std::vector<Matrix<float>>> heads_of(const ModelTape<float>& tape, std::size_t b) {
+  std::vector<std::vector<Matrix<float>>> heads;
+  for (const minimodel::BlockTape<float>& block : tape.blocks[b]) {
+    heads.emplace_back();
+    for (const minimodel::AttentionTape<float>& head : block.mha.heads)
+      heads.back().push_back(head.probs);
+  }
+  return heads;
+}
+
+// Mean weight on the previous token (key t − 1, for t >= 1) and on the token after the earlier
+// occurrence of the current one (key t − n + 1, for t in the second copy but its last token),
+// per [layer][head], over the batch.
+struct HeadScores {
+  std::vector<std::vector<double>> previous, induction;
+};
+HeadScores head_scores(const ModelTape<float>& tape, const minimodel::CopyBatch& batch) {
+  const std::size_t layers = tape.blocks[0].size(), n_heads = tape.blocks[0][0].mha.heads.size();
+  HeadScores scores{std::vector<std::vector<double>>(layers, std::vector<double>(n_heads)),
+                    std::vector<std::vector<double>>(layers, std::vector<double>(n_heads))};
+  const double sequences = double(tape.batch.size());
+  for (std::size_t b = 0; b < tape.batch.size(); ++b) {
+    const auto heads = heads_of(tape, b);
+    for (std::size_t l = 0; l < layers; ++l)
+      for (std::size_t h = 0; h < n_heads; ++h) {
+        const Matrix<float>& p = heads[l][h];
+        const std::size_t n = batch.segment[b];
+        double previous = 0.0, induction = 0.0;
+        for (std::size_t t = 1; t < kLength; ++t) previous += p(t, t - 1) / double(kLength - 1);
+        for (std::size_t t = kLength - n; t + 1 < kLength; ++t)
+          induction += p(t, t - n + 1) / double(n - 1);
+        scores.previous[l][h] += previous / sequences;
+        scores.induction[l][h] += induction / sequences;
+      }
+  }
+  return scores;
+}
+
+std::string fixed(double value, int decimals = 3) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const ModelConfig& model = kModel;
+  const nlohmann::json config = {{"vocab", model.vocab},
+                                 {"max_len", model.max_len},
+                                 {"d_model", model.d_model},
+                                 {"n_heads", model.n_heads},
+                                 {"n_layers", model.n_layers},
+                                 {"length", kLength},
+                                 {"segment", {kLength / 4, kLength / 2}},
+                                 {"batch", kBatch},
+                                 {"steps", kSteps},
+                                 {"learning_rate", kLearningRate},
+                                 {"init_seed", lab_setup::kSeed},
+                                 {"data_seed", lab_setup::kSeed + 1},
+                                 {"held_out_seed", lab_setup::kSeed + 2}};
+  return lab_setup::run(argc, argv, lab_setup::kSeed, config, [&](workbench::VerifyRun& run) {
+    const double log_v = std::log(double(model.vocab));
+    run.print("Training on the copying task: sequences of " + std::to_string(kLength) +
+              " tokens from a vocabulary of V = " + std::to_string(model.vocab) +
+              ", ending with a segment of " + std::to_string(kLength / 4) + " to " +
+              std::to_string(kLength / 2) + " tokens repeated once; d_model " +
+              std::to_string(model.d_model) + ", " + std::to_string(model.n_layers) +
+              " layers of " + std::to_string(model.n_heads) + " heads, batches of " +
+              std::to_string(kBatch) + ", Adam at lr " + fixed(kLearningRate, 4) + ", " +
+              std::to_string(kSteps) + " steps. log V = " + fixed(log_v) + ".");
+    if (!kOptimised)
+      run.print("An unoptimised build: the training takes some 30 times longer than at -O3.");
+
+    ModelParams<float> params = minimodel::init_model(model, lab_setup::kSeed);
+    const ModelParams<float> initial = params;
+    minimodel::Adam adam(params, {kLearningRate, 0.9f, 0.999f, 1e-8f});
+    std::mt19937_64 data(lab_setup::kSeed + 1);
+
+    // The loss log, written as training goes (tail -f it), and a progress bar on a terminal.
+    const std::filesystem::path log_path = run.artifact("loss_log.csv");
+    std::ofstream log(log_path);
+    log << "step,random_tokens_loss,second_copy_loss,seconds\n";
+    const bool terminal = isatty(STDERR_FILENO) != 0;
+    std::vector<double> curve_steps, curve_random, curve_copied;
+    double window_random = 0.0, window_copied = 0.0, final_random = 0.0, final_copied = 0.0;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t step = 1; step <= kSteps; ++step) {
+      const minimodel::CopyBatch batch = minimodel::copy_task(kBatch, kLength, model.vocab, data);
+      const auto [random, copied] =
+          split_losses(minimodel::train_step(params, model.n_heads, adam, batch.tokens), batch);
+      window_random += random / kLogEvery;
+      window_copied += copied / kLogEvery;
+      if (step > kSteps - kFinalSteps) {
+        final_random += random / kFinalSteps;
+        final_copied += copied / kFinalSteps;
+      }
+      if (step % kLogEvery == 0) {
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        log << step << ',' << window_random << ',' << window_copied << ',' << seconds << '\n'
+            << std::flush;
+        curve_steps.push_back(double(step));
+        curve_random.push_back(window_random);
+        curve_copied.push_back(window_copied);
+        if (terminal) {
+          const std::size_t filled = 30 * step / kSteps;
+          std::fprintf(stderr, "\r[%s%s] step %zu/%zu  random %.3f  second copy %.3f  %.0f s ",
+                       std::string(filled, '#').c_str(), std::string(30 - filled, '.').c_str(),
+                       step, kSteps, window_random, window_copied, seconds);
+        }
+        window_random = window_copied = 0.0;
+      }
+    }
+    if (terminal) std::fprintf(stderr, "\n");
+    log.close();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.measure("training_seconds", seconds);
+    run.print("Trained in " + fixed(seconds, 1) + " s (measured, not checked); the loss every " +
+              std::to_string(kLogEvery) + " steps is in loss_log.csv.");
+
+    // ---- The losses ----
+    run.print("Checks 1-3. The mean loss over the last " + std::to_string(kFinalSteps) +
+              " training batches; greedy predictions of the second copies of 64 new sequences.");
+    run.check("the second copy's loss is below a fifth of log V",
+              final_copied < kCopiedFraction * log_v, final_copied,
+              "second copy " + fixed(final_copied) + " < " + fixed(kCopiedFraction * log_v));
+    run.check("the random tokens' loss stays near log V (nothing can predict them)",
+              final_random > kRandomFraction * log_v, final_random,
+              "random tokens " + fixed(final_random) + " > " + fixed(kRandomFraction * log_v));
+    std::mt19937_64 held_out(lab_setup::kSeed + 2);
+    const minimodel::CopyBatch test =
+        minimodel::copy_task(kScoreSequences, kLength, model.vocab, held_out);
+    ModelTape<float> tape;
+    const xt::xtensor<float, 3> logits =
+        minimodel::model_forward(params, model.n_heads, test.tokens, tape);
+    std::size_t right = 0, predictions = 0;
+    for (std::size_t b = 0; b < test.tokens.size(); ++b)
+      for (std::size_t t = kLength - test.segment[b]; t + 1 < kLength; ++t, ++predictions)
+        right += std::size_t(xt::argmax(xt::view(logits, b, t))() == test.tokens[b][t + 1]);
+    const double accuracy = double(right) / double(predictions);
+    run.check("greedy predictions of the second copy are right at least 80% of the time",
+              accuracy >= kAccuracy, accuracy,
+              std::to_string(right) + " of " + std::to_string(predictions) + " right");
+
+    // ---- The heads ----
+    const HeadScores trained = head_scores(tape, test);
+    ModelTape<float> initial_tape;
+    minimodel::model_forward(initial, model.n_heads, test.tokens, initial_tape);
+    const HeadScores random = head_scores(initial_tape, test);
+    run.print(
+        "Checks 4-5. Each head's mean weight on the previous token (key t - 1) and, in the "
+        "second copy, on the token after the earlier occurrence of the current one (key "
+        "t - n + 1), over the 64 sequences:");
+    run.print("  head     previous  induction   (before training: previous  induction)");
+    nlohmann::json score_rows = nlohmann::json::array();
+    std::vector<std::string> head_names;
+    std::vector<double> previous_bars, induction_bars;
+    for (std::size_t l = 0; l < model.n_layers; ++l)
+      for (std::size_t h = 0; h < model.n_heads; ++h) {
+        const std::string name = "L" + std::to_string(l) + " H" + std::to_string(h);
+        run.print("  " + name + "    " + fixed(trained.previous[l][h]) + "      " +
+                  fixed(trained.induction[l][h]) + "                      " +
+                  fixed(random.previous[l][h]) + "      " + fixed(random.induction[l][h]));
+        head_names.push_back(name);
+        previous_bars.push_back(trained.previous[l][h]);
+        induction_bars.push_back(trained.induction[l][h]);
+        score_rows.push_back({{"layer", l},
+                              {"head", h},
+                              {"previous_token", trained.previous[l][h]},
+                              {"induction", trained.induction[l][h]},
+                              {"previous_token_before", random.previous[l][h]},
+                              {"induction_before", random.induction[l][h]}});
+      }
+    run.measure("head_scores", score_rows);
+    const auto best = [](const std::vector<double>& scores) {
+      const auto at = std::max_element(scores.begin(), scores.end());
+      return std::make_pair(std::size_t(at - scores.begin()), *at);
+    };
+    const auto [previous_head, previous_score] = best(trained.previous[0]);
+    const auto [induction_head, induction_score] = best(trained.induction[model.n_layers - 1]);
+    run.check("layer 0 has a previous-token head (mean weight on t - 1 above 0.5)",
+              previous_score > kHeadThreshold, previous_score,
+              "L0 H" + std::to_string(previous_head) + ": " + fixed(previous_score));
+    run.check("the last layer has an induction head (mean weight on the copied position above 0.5)",
+              induction_score > kHeadThreshold, induction_score,
+              "L" + std::to_string(model.n_layers - 1) + " H" + std::to_string(induction_head) +
+                  ": " + fixed(induction_score));
+
+    // ---- The checkpoint ----
+    const std::filesystem::path checkpoint_dir = log_path.parent_path() / "checkpoint";
+    workbench::save_checkpoint(checkpoint_dir, {model,
+                                                params,
+                                                {{"steps", kSteps},
+                                                 {"seconds", seconds},
+                                                 {"random_tokens_loss", final_random},
+                                                 {"second_copy_loss", final_copied},
+                                                 {"run", config}}});
+    const workbench::Checkpoint loaded = workbench::load_checkpoint(checkpoint_dir);
+    bool same = loaded.config.vocab == model.vocab && loaded.config.n_layers == model.n_layers;
+    const auto saved_tensors = minimodel::tensors_of(params);
+    const auto read_tensors = minimodel::tensors_of(loaded.params);
+    same = same && saved_tensors.size() == read_tensors.size();
+    for (std::size_t i = 0; same && i < saved_tensors.size(); ++i)
+      same = *saved_tensors[i] == *read_tensors[i];
+    run.check("the checkpoint reads back bit for bit", same, double(saved_tensors.size()),
+              std::to_string(saved_tensors.size()) + " tensors in " + checkpoint_dir.string());
+    run.print("Continue a sequence with it: build/bin/workbook generate --checkpoint " +
+              checkpoint_dir.string() + " --prompt \"…\"");
+
+    // ---- Figures ----
+    workbench::LinePlot curves;
+    curves.title = "Lab 10: training loss (mean of every " + std::to_string(kLogEvery) +
+                   " batches), V " + std::to_string(model.vocab) + ", T " + std::to_string(kLength);
+    curves.x_label = "step";
+    curves.y_label = "next-token cross-entropy (nats)";
+    curves.series = {
+        {curve_steps, curve_random, "random tokens"},
+        {curve_steps, curve_copied, "second copy of the segment"},
+        {{curve_steps.front(), curve_steps.back()}, {log_v, log_v}, "log V (a uniform guess)"}};
+    workbench::render_line_plot(run.artifact("loss_curves.png"), curves);
+
+    workbench::HeatmapFigure attention;
+    attention.title = "Lab 10: every head on one test sequence (its last " +
+                      std::to_string(test.segment[0]) + " tokens repeat the " +
+                      std::to_string(test.segment[0]) + " before them), before and after training";
+    const auto before = heads_of(initial_tape, 0), after = heads_of(tape, 0);
+    xt::xtensor<bool, 2> future = xt::zeros<bool>({kLength, kLength});
+    for (std::size_t i = 0; i < kLength; ++i)
+      for (std::size_t j = i + 1; j < kLength; ++j) future(i, j) = true;
+    for (const auto* heads : {&before, &after})
+      for (std::size_t l = 0; l < model.n_layers; ++l)
+        for (std::size_t h = 0; h < model.n_heads; ++h)
+          attention.panels.push_back({(*heads)[l][h],
+                                      std::string(heads == &before ? "random" : "trained") + " L" +
+                                          std::to_string(l) + " H" + std::to_string(h),
+                                      future});
+    attention.grid_rows = 2 * model.n_layers;
+    attention.grid_cols = model.n_heads;
+    for (const std::size_t token : test.tokens[0])
+      attention.row_labels.push_back(std::to_string(token));
+    attention.col_labels = attention.row_labels;
+    attention.excluded_label = "future (causal mask)";
+    workbench::render_heatmaps(run.artifact("attention.png"), attention);
+
+    workbench::BarChart bars;
+    bars.title = "Lab 10: what each trained head attends to (64 test sequences)";
+    bars.x_label = "head (layer, head)";
+    bars.y_label = "mean attention weight";
+    bars.categories = head_names;
+    bars.series = {{previous_bars, "previous-token score (key t - 1)"},
+                   {induction_bars, "induction score (key after the earlier occurrence)"}};
+    bars.y_max = 1.0;
+    workbench::render_bar_chart(run.artifact("head_scores.png"), bars);
+  });
+}
