@@ -152,6 +152,24 @@ int main(int argc, char** argv) {
 
     ModelParams<float> params = minimodel::init_model(model, lab_setup::kSeed);
     const ModelParams<float> initial = params;
+    // For `workbook diff 10`: the untrained model's logits and gradients on four held-out
+    // sequences, which any correct implementation reproduces (the trained weights depend on the
+    // order of every float sum over 1500 steps, and do not). float32 sums in another order differ
+    // by ~1e-6 at these sizes: 1e-4 leaves room.
+    {
+      std::mt19937_64 probe_data(lab_setup::kSeed + 2);
+      const minimodel::CopyBatch probe = minimodel::copy_task(4, kLength, model.vocab, probe_data);
+      ModelTape<float> probe_tape;
+      const xt::xtensor<float, 3> logits =
+          minimodel::model_forward(initial, model.n_heads, probe.tokens, probe_tape);
+      xt::xtensor<float, 3> d_logits;
+      minimodel::next_token_loss(logits, probe.tokens, d_logits);
+      const ModelParams<float> grads =
+          minimodel::model_backward(initial, model.n_heads, probe_tape, d_logits);
+      run.record("untrained_logits", logits, 1e-4);
+      run.record("untrained_grad_embedding", grads.embedding, 1e-4);
+      run.record("untrained_grad_layer0_w_q", grads.layers[0].w_q, 1e-4);
+    }
     minimodel::Adam adam(params, {kLearningRate, 0.9f, 0.999f, 1e-8f});
     std::mt19937_64 data(lab_setup::kSeed + 1);
 

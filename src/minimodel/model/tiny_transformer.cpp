@@ -96,11 +96,12 @@ Adam::Adam(const ModelParams<float>& params, AdamOptions options) : options_(opt
 }
 
 void Adam::step(ModelParams<float>& params, const ModelParams<float>& grads) {
-  // TODO(lab 10, Block C): count the step, then adam_update every tensor with its gradient and
-  // moments — see labs/10-induction-heads.md
+  // TODO(lab 10, Block C): check every tensor's shape, then count the step and adam_update every
+  // tensor with its gradient and moments — see labs/10-induction-heads.md
   throw Todo(
-      "TODO(lab 10, Block C): count the step, then adam_update every tensor with its gradient and "
-      "moments — see labs/10-induction-heads.md");
+      "TODO(lab 10, Block C): check every tensor's shape, then count the step and adam_update "
+      "every "
+      "tensor with its gradient and moments — see labs/10-induction-heads.md");
 }
 
 Matrix<float> train_step(ModelParams<float>& params, std::size_t n_heads, Adam& adam,
