@@ -25,16 +25,8 @@ using Logits = xt::xtensor<float, 3>;
 using LogitsD = xt::xtensor<double, 3>;
 
 // A model small enough for finite differences over every parameter: V 5, max_len 6, d_model 8,
-// 2 heads, 2 layers.
-ModelConfig tiny_config() {
-  ModelConfig config;
-  config.vocab = 5;
-  config.max_len = 6;
-  config.d_model = 8;
-  config.n_heads = 2;
-  config.n_layers = 2;
-  return config;
-}
+// 2 heads, 2 layers (ModelConfig's order).
+ModelConfig tiny_config() { return {5, 6, 8, 2, 2}; }
 
 // Two sequences of 5 tokens; token 1 appears three times, token 4 never.
 const TokenBatch kTinyBatch = {{1, 0, 3, 1, 2}, {2, 1, 0, 0, 3}};
@@ -362,12 +354,7 @@ TEST(TrainStep, LearnsToCopyTheRepeatedSegment) {
 #ifndef __OPTIMIZE__
   GTEST_SKIP() << "a training run: too slow unoptimised (the Release tests run it)";
 #endif
-  ModelConfig config;
-  config.vocab = 16;
-  config.max_len = 16;
-  config.d_model = 32;
-  config.n_heads = 4;
-  config.n_layers = 2;
+  const ModelConfig config{16, 16, 32, 4, 2};  // V, max_len, d_model, heads, layers
   ModelParams<float> params = init_model(config, 2024);
   Adam adam(params, {5e-3f, 0.9f, 0.999f, 1e-8f});
   std::mt19937_64 rng(2025);

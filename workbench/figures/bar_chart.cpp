@@ -336,18 +336,11 @@ void draw_bars(cairo_t* cr, const Layout& lay) {
 
 void draw_axes(cairo_t* cr, const Layout& lay, const BarChart& chart) {
   const Box& a = lay.area;
-  set_source(cr, kFrame);
-  cairo_set_line_width(cr, 1);
-  cairo_rectangle(cr, a.left - 0.5, a.top - 0.5, a.width + 1, a.height + 1);
-  for (std::size_t i = 0; i < lay.categories.size(); i += lay.category_step) {
-    const double x = crisp(lay.category_x(i));
-    draw_line(cr, x, a.bottom() + 1, x, a.bottom() + 1 + kTickLength);
-  }
-  for (double v : lay.y.ticks) {
-    const double y = crisp(lay.y_at(v));
-    draw_line(cr, a.left - 1, y, a.left - 1 - kTickLength, y);
-  }
-  cairo_stroke(cr);
+  std::vector<double> x_ticks, y_ticks;
+  for (std::size_t i = 0; i < lay.categories.size(); i += lay.category_step)
+    x_ticks.push_back(lay.category_x(i));
+  for (const double v : lay.y.ticks) y_ticks.push_back(lay.y_at(v));
+  draw_frame(cr, a, x_ticks, y_ticks);
 
   const double label_y = a.bottom() + lay.category_offset;
   for (std::size_t i = 0; i < lay.categories.size(); i += lay.category_step) {

@@ -72,6 +72,18 @@ void draw_line(cairo_t* cr, double x0, double y0, double x1, double y1) {
 
 double crisp(double v) { return std::floor(v) + 0.5; }
 
+void draw_frame(cairo_t* cr, const Box& area, const std::vector<double>& x_ticks,
+                const std::vector<double>& y_ticks) {
+  set_source(cr, kFrame);
+  cairo_set_line_width(cr, 1);
+  cairo_rectangle(cr, area.left - 0.5, area.top - 0.5, area.width + 1, area.height + 1);
+  for (const double x : x_ticks)
+    draw_line(cr, crisp(x), area.bottom() + 1, crisp(x), area.bottom() + 1 + kTickLength);
+  for (const double y : y_ticks)
+    draw_line(cr, area.left - 1, crisp(y), area.left - 1 - kTickLength, crisp(y));
+  cairo_stroke(cr);
+}
+
 // --- Numbers ------------------------------------------------------------------------------------
 
 std::string number(double v) {

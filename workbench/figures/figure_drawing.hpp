@@ -84,6 +84,11 @@ void draw_line(cairo_t* cr, double x0, double y0, double x1, double y1);
 /// Snaps a coordinate to a pixel centre, so 1-pixel lines are crisp.
 double crisp(double v);
 
+/// The frame around a plot area, with ticks pointing out of it at the pixel positions
+/// `x_ticks` (below it) and `y_ticks` (left of it).
+void draw_frame(cairo_t* cr, const Box& area, const std::vector<double>& x_ticks,
+                const std::vector<double>& y_ticks);
+
 // --- Numbers ------------------------------------------------------------------------------------
 
 /// Shortest form of a number for a message: 1, 0.5, 1e-08.

@@ -347,18 +347,10 @@ void draw_series(cairo_t* cr, const Panel& p, const LineSeries& s, Rgb colour) {
 
 void draw_axes(cairo_t* cr, const Panel& p, const LinePlot& plot) {
   const Box& a = p.area;
-  set_source(cr, kFrame);
-  cairo_set_line_width(cr, 1);
-  cairo_rectangle(cr, a.left - 0.5, a.top - 0.5, a.width + 1, a.height + 1);
-  for (double u : p.x.ticks) {
-    const double x = crisp(p.x_at(u));
-    draw_line(cr, x, a.bottom() + 1, x, a.bottom() + 1 + kTickLength);
-  }
-  for (double u : p.y.ticks) {
-    const double y = crisp(p.y_at(u));
-    draw_line(cr, a.left - 1, y, a.left - 1 - kTickLength, y);
-  }
-  cairo_stroke(cr);
+  std::vector<double> x_ticks, y_ticks;
+  for (const double u : p.x.ticks) x_ticks.push_back(p.x_at(u));
+  for (const double u : p.y.ticks) y_ticks.push_back(p.y_at(u));
+  draw_frame(cr, a, x_ticks, y_ticks);
 
   const double x_labels_y = a.bottom() + 1 + kTickLength + kTickPad;
   for (std::size_t i = 0; i < p.x.ticks.size(); ++i)
