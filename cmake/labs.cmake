@@ -149,11 +149,9 @@ function(minimodel_lab number)
   add_library(${lab}_verify_objects OBJECT ${verify})
   target_link_libraries(${lab}_verify_objects PUBLIC lab_setup ${MINIMODEL_LAB_${number}_VERIFY_LIBRARIES}
                                               PRIVATE minimodel_warnings)
-  # Absolute paths into the source tree: its experiment folder, and committed data such as
-  # verify/data/, found from a build in any folder.
+  # Its experiment folder, relative to the source tree (workbench::source_dir()).
   target_compile_definitions(${lab}_verify_objects PRIVATE
-    MINIMODEL_EXPERIMENT_DIR="${PROJECT_SOURCE_DIR}/${MINIMODEL_LAB_${number}_EXPERIMENT}"
-    MINIMODEL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+    MINIMODEL_EXPERIMENT_DIR="${MINIMODEL_LAB_${number}_EXPERIMENT}")
 
   foreach(impl IN ITEMS learner reference)
     add_executable(test-${lab}-${impl})

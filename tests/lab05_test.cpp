@@ -356,7 +356,7 @@ constexpr double kTorchTolerance = 1e-5;
 
 // positions.npy of a fixture: int64, (T,).
 Positions fixture_positions(const std::string& name) {
-  const auto path = std::filesystem::path(MINIMODEL_FIXTURES_DIR) / name / "positions.npy";
+  const auto path = testing::fixtures_dir() / name / "positions.npy";
   const xt::xarray<std::int64_t> values = workbench::load_npy_i64(path);
   if (values.dimension() != 1) throw workbench::NpyError(path.string() + " is not 1-D");
   Positions positions = Positions::from_shape({values.size()});

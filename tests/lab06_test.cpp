@@ -531,8 +531,8 @@ void expect_cross_matches_torch(const std::string& name) {
                             fixture.array<2>("w_v"), fixture.array<2>("w_o"), b("b_q"), b("b_k"),
                             b("b_v"), b("b_o"), fixture.meta().at("n_heads").get<std::size_t>());
   CrossAttentionOptions options;
-  const auto pad = workbench::load_npy_bool(std::filesystem::path(MINIMODEL_FIXTURES_DIR) / name /
-                                            "key_padding_mask.npy");
+  const auto pad =
+      workbench::load_npy_bool(testing::fixtures_dir() / name / "key_padding_mask.npy");
   ASSERT_EQ(pad.dimension(), 2u);
   options.key_padding_mask = BoolTensor2(pad);
   if (fixture.meta().at("attn_mask").get<bool>())

@@ -374,8 +374,8 @@ TEST(EfficientCrossForward, MatchesTheTorchFixturesOfLab06) {
                                         b("b_k"), b("b_v"), b("b_o"),
                                         fixture.meta().at("n_heads").get<std::size_t>());
     CrossAttentionOptions options;
-    options.key_padding_mask = BoolTensor2(workbench::load_npy_bool(
-        std::filesystem::path(MINIMODEL_FIXTURES_DIR) / name / "key_padding_mask.npy"));
+    options.key_padding_mask = BoolTensor2(
+        workbench::load_npy_bool(testing::fixtures_dir() / name / "key_padding_mask.npy"));
     if (fixture.meta().at("attn_mask").get<bool>())
       options.attn_mask = as_attn_mask(fixture.array<2>("attn_mask"));
     EXPECT_TRUE(

@@ -131,8 +131,8 @@ Tensor3 decode(const GroupedQueryAttention& layer, const Tensor3& x,
 }
 
 BatchPositions fixture_positions(const std::string& name) {
-  const xt::xarray<std::int64_t> p = workbench::load_npy_i64(
-      std::filesystem::path(MINIMODEL_FIXTURES_DIR) / name / "positions.npy");
+  const xt::xarray<std::int64_t> p =
+      workbench::load_npy_i64(testing::fixtures_dir() / name / "positions.npy");
   return BatchPositions(p);
 }
 

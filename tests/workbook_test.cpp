@@ -66,7 +66,7 @@ class WorkbookAttend : public ::testing::Test {
   void TearDown() override { fs::remove_all(scratch_); }
 
   static fs::path fixture(const std::string& name) {
-    return fs::path(MINIMODEL_FIXTURES_DIR) / name;
+    return minimodel::testing::fixtures_dir() / name;
   }
 
   // As a flag's value in args(): leave the flag out.

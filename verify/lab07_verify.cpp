@@ -332,8 +332,7 @@ int main(int argc, char** argv) {
     workbench::render_line_plot(run.artifact("memory_vs_T.png"), memory);
 
     // Times, on one thread as above, so that they do not depend on the machine's core count.
-    const TorchTimings torch =
-        load_torch_timings(std::filesystem::path(MINIMODEL_SOURCE_DIR) / kTorchTimings);
+    const TorchTimings torch = load_torch_timings(workbench::source_dir() / kTorchTimings);
     openblas_set_num_threads(1);
     // efficient_forward's times per (T, d_model, H), shared by both tables.
     std::map<std::tuple<std::size_t, std::size_t, std::size_t>, CallTimes> tiled_ms;

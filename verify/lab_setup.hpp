@@ -13,7 +13,8 @@
 
 #include "minimodel/implementation.hpp"
 #include "tensors/compare.hpp"  // workbench::max_abs_diff
-#include "util/text.hpp"        // workbench::scientific
+#include "util/source_tree.hpp"
+#include "util/text.hpp"  // workbench::scientific
 #include "verify_frame/verify_run.hpp"
 
 namespace lab_setup {
@@ -42,13 +43,14 @@ nlohmann::json toy_config(const nlohmann::json& extra = nlohmann::json::object()
 #ifdef MINIMODEL_EXPERIMENT_DIR  // defined for each lab's verify program, not for lab_setup.cpp
 /// workbench::run_verify for this lab and the implementation the program is linked with, so that
 /// each verify program is only its seed, its settings and its checks. The experiment folder comes
-/// from the registry (CMake defines MINIMODEL_EXPERIMENT_DIR for each lab's program): a learner's
+/// from the registry (CMake defines MINIMODEL_EXPERIMENT_DIR, relative to the source tree, for each
+/// lab's program): a learner's
 /// artifacts go there, the reference's into its reference/ subfolder, so a reference run never
 /// overwrites a learner's file. Inline, because the implementation's name comes from the code the
 /// program links, not from this library.
 inline int run(int argc, char** argv, std::uint64_t seed, const nlohmann::json& config,
                const std::function<void(workbench::VerifyRun&)>& body) {
-  const std::filesystem::path experiment = MINIMODEL_EXPERIMENT_DIR;
+  const std::filesystem::path experiment = workbench::source_dir() / MINIMODEL_EXPERIMENT_DIR;
   const std::string impl = minimodel::implementation_name();
   return workbench::run_verify(argc, argv, {experiment.filename().string(), seed, config}, impl,
                                impl == "reference" ? experiment / "reference" : experiment, body);

@@ -8,14 +8,19 @@
 #include <xtensor/xarray.hpp>
 
 #include "tensors/npy_io.hpp"
+#include "util/source_tree.hpp"
 
 namespace minimodel::testing {
+
+/// tests/fixtures/, where scripts/make_fixtures.py writes one folder per case.
+inline std::filesystem::path fixtures_dir() {
+  return workbench::source_dir() / "tests" / "fixtures";
+}
 
 /// One fixture case: its .npy arrays by name and its meta.json.
 class Fixture {
  public:
-  explicit Fixture(const std::string& name)
-      : dir_(std::filesystem::path(MINIMODEL_FIXTURES_DIR) / name) {
+  explicit Fixture(const std::string& name) : dir_(fixtures_dir() / name) {
     std::ifstream meta(dir_ / "meta.json");
     if (!meta)
       throw std::runtime_error("missing fixture " + dir_.string() +

@@ -12,6 +12,7 @@
 #include "generate/generate_options.hpp"
 #include "runner/verbs.hpp"
 #include "util/process.hpp"
+#include "util/source_tree.hpp"
 
 namespace {
 
@@ -59,7 +60,7 @@ int generate(const std::string& impl, const workbench::GenerateOptions& options)
 workbook::Context make_context(const std::string& repo, const std::string& build) {
   workbook::Context ctx;
   ctx.ws.repo =
-      std::filesystem::absolute(repo.empty() ? MINIMODEL_SOURCE_DIR : repo).lexically_normal();
+      repo.empty() ? workbench::source_dir() : std::filesystem::absolute(repo).lexically_normal();
   ctx.ws.build = build.empty() ? workbench::executable_dir().parent_path()
                                : std::filesystem::absolute(build).lexically_normal();
   const char* term = std::getenv("TERM");

@@ -14,12 +14,9 @@
 
 #include "util/files.hpp"
 #include "util/process.hpp"
+#include "util/source_tree.hpp"
 #include "util/text.hpp"
 
-#ifndef MINIMODEL_SOURCE_DIR
-#error \
-    "MINIMODEL_SOURCE_DIR must be defined by the build (see workbench/verify_frame/CMakeLists.txt)"
-#endif
 #ifndef MINIMODEL_CMAKE_VERSION
 #error \
     "MINIMODEL_CMAKE_VERSION must be defined by the build (see workbench/verify_frame/CMakeLists.txt)"
@@ -35,7 +32,7 @@ namespace {
 // git in the source tree this binary was built from; a failed run (no git, not a repository)
 // leaves the facts unknown instead of failing the verify program.
 CapturedRun git(std::vector<std::string> args) {
-  args.insert(args.begin(), {"-C", MINIMODEL_SOURCE_DIR});
+  args.insert(args.begin(), {"-C", source_dir().string()});
   try {
     return run_captured("git", args);
   } catch (const std::exception&) {
