@@ -10,6 +10,7 @@ packages=(
   libgtest-dev nlohmann-json3-dev libcli11-dev libpugixml-dev clang-format
   clang libclang-rt-14-dev libbenchmark-dev
   libcairo2-dev fonts-dejavu-core
+  ccache  # .ci/run shares objects between its release build and the scratch clone's
 )
 [[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy)
 

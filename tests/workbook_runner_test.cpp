@@ -282,8 +282,10 @@ TEST_F(GradeWithoutABuild, JsonStillGivesADocumentThatNamesTheProblem) {
 class WorkbookScratch : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char pattern[] = "/tmp/workbook_runner_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
+    // In TMPDIR if set: .ci/run makes it a folder of its clone, so that the scratch clone's compile
+    // commands, relative to it, are those of the release build and its compiler cache shares them.
+    std::string pattern = (fs::temp_directory_path() / "workbook_runner_XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     scratch_ = pattern;
     repo_ = scratch_ / "repo";
     const Outcome clone =
