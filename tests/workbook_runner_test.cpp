@@ -4,12 +4,12 @@
 // labs/labs.json, and `dev-check --files-only` on a scratch copy of the files, where an added
 // registry entry makes it name exactly the files that lab lacks.
 //
-// WorkbookScratch (label "maintainers", minutes): the learner's verbs end to end in one scratch git
-// clone, configured in Release and building only what each verb needs. Each test starts from the
-// pristine copy (so they pass in any order): check says "not started", the reference bodies copied
-// in pass check, diff reports 0, grade counts, reset restores the stub with a backup, bad lab
-// numbers, a syntax error, watch, and dev-check, intact and with each defect it lists.
-// MINIMODEL_KEEP_SCRATCH=1 keeps the copy.
+// WorkbookScratch (label "maintainers", minutes): the learner's verbs end to end in a scratch git
+// clone (one per process: ctest runs the tests in two halves side by side), configured in Release
+// and building only what each verb needs. Each test starts from the pristine copy (so they pass in
+// any order): check says "not started", the reference bodies copied in pass check, diff reports 0,
+// grade counts, reset restores the stub with a backup, bad lab numbers, a syntax error, watch, and
+// dev-check, intact and with each defect it lists. MINIMODEL_KEEP_SCRATCH=1 keeps the copy.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
