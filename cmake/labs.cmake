@@ -109,6 +109,7 @@ function(minimodel_lab_code number)
       target_link_libraries(${library} PUBLIC minimodel_api minimodel_tensor minimodel_${impl}_name
                                               ${prerequisites}
                                        PRIVATE minimodel_warnings ${MINIMODEL_LAB_${number}_LIBRARIES})
+      minimodel_precompiled_headers(${library} code)
     else()  # a lab being added: nothing to compile yet
       add_library(${library} INTERFACE)
       target_link_libraries(${library} INTERFACE minimodel_api ${prerequisites})
@@ -146,9 +147,11 @@ function(minimodel_lab number)
 
   add_library(${lab}_test_objects OBJECT ${tests})
   target_link_libraries(${lab}_test_objects PUBLIC minimodel_test_support PRIVATE minimodel_warnings)
+  minimodel_precompiled_headers(${lab}_test_objects tests)
   add_library(${lab}_verify_objects OBJECT ${verify})
   target_link_libraries(${lab}_verify_objects PUBLIC lab_setup ${MINIMODEL_LAB_${number}_VERIFY_LIBRARIES}
                                               PRIVATE minimodel_warnings)
+  minimodel_precompiled_headers(${lab}_verify_objects code)
   # Its experiment folder, relative to the source tree (workbench::source_dir()).
   target_compile_definitions(${lab}_verify_objects PRIVATE
     MINIMODEL_EXPERIMENT_DIR="${MINIMODEL_LAB_${number}_EXPERIMENT}")
