@@ -487,7 +487,10 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
 
   if (!options.files_only && !complete.empty()) {
     const std::set<std::string> known = ctest_test_names(ctx);
+    // Every lab's programs through the two targets that gather them: make walks the libraries
+    // they share once (8 s, where naming its 45 programs took 43 s). With --lab, lab by lab.
     std::vector<std::string> targets = {"check-artifacts"};
+    if (options.only_labs.empty()) targets = {"learner", "reference-checks"};
     std::string names;
     for (const Lab* lab : complete) {
       if (!known.count("lab" + lab->number + ".stubs")) {
@@ -496,8 +499,9 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
             " has no tests in the build folder: reconfigure it (cmake --preset default)");
         continue;
       }
-      for (const char* impl : {"learner", "reference"})
-        for (const char* kind : {"test", "verify"}) targets.push_back(lab->target(kind, impl));
+      if (!options.only_labs.empty())
+        targets.insert(targets.end(), {lab->learner_target(), lab->target("test", "reference"),
+                                       lab->target("verify", "reference")});
       names += (names.empty() ? "" : "|") + lab->number;
     }
     if (!names.empty()) {

@@ -33,13 +33,15 @@ struct LabResult {
   std::string problem;  ///< e.g. "test-lab00-learner crashed with signal 11 … in Softmax.X"
 };
 
-/// Builds lab NN's learner tests and verify program (so that neither is ever stale), then runs
-/// the tests: those `gtest_filter` names, or all. @throws EnvironmentError as build_targets does.
+/// Builds lab NN's learner tests and verify program (the target labNN-learner, so that neither is
+/// ever stale), then runs the tests: those `gtest_filter` names, or all. @throws EnvironmentError
+/// as build_targets does.
 LabResult run_learner_tests(const Workspace& ws, const Lab& lab,
                             const std::string& gtest_filter = "");
 
-/// Builds every lab's learner tests and verify program (one build; if it fails, one per lab, so
-/// that a compile error in one lab leaves the others' results intact), then runs the tests.
+/// Builds every lab's learner tests and verify program (the target learner; if that fails, one
+/// build per lab, so that a compile error in one lab leaves the others' results intact), then runs
+/// the tests.
 std::vector<LabResult> run_all(const Workspace& ws, const std::vector<Lab>& labs);
 
 }  // namespace workbook

@@ -39,6 +39,8 @@ struct Lab {
   std::string target(const std::string& kind, const std::string& impl) const {
     return kind + "-lab" + number + "-" + impl;  ///< "test-lab00-learner", "verify-lab01-reference"
   }
+  /// The target that builds the learner's test and verify programs: "lab00-learner".
+  std::string learner_target() const { return "lab" + number + "-learner"; }
   /// The block a failing test belongs to: named by its TODO message, or by the registry.
   /// Empty if neither says.
   std::string block_for(const std::string& test, const std::string& message) const;
