@@ -422,6 +422,18 @@ std::vector<std::string> shell_words(const std::string& command) {
   return words;
 }
 
+// ctest --preset NAME creates the preset's binary folder (build-debug/Testing) even with
+// --test-dir, and then lists that folder's tests: none. Removes such a folder that the listing
+// created, with nothing in it but ctest's Testing log, so that dev-check runs the same each time.
+void remove_folders_ctest_created(const fs::path& repo, const std::set<fs::path>& before) {
+  for (const auto& entry : fs::directory_iterator(repo)) {
+    if (!entry.is_directory() || before.count(entry.path())) continue;
+    std::vector<fs::path> inside;
+    for (const auto& item : fs::directory_iterator(entry.path())) inside.push_back(item.path());
+    if (inside.size() == 1 && inside[0].filename() == "Testing") fs::remove_all(entry.path());
+  }
+}
+
 // Every `ctest --preset …` a lab text gives runs, and runs only the tests of the lab it names
 // with -L labNN: listed with -N, as the learner would type it, from the repository.
 void check_quoted_commands(const Context& ctx, const Lab& lab, Defects& defects) {
@@ -444,7 +456,10 @@ void check_quoted_commands(const Context& ctx, const Lab& lab, Defects& defects)
     args.insert(args.end(), {"--test-dir", ctx.ws.build.string(), "-N"});
     workbench::CaptureOptions in_repo;
     in_repo.working_dir = ctx.ws.repo;
+    std::set<fs::path> folders;
+    for (const auto& entry : fs::directory_iterator(ctx.ws.repo)) folders.insert(entry.path());
     const workbench::CapturedRun run = workbench::run_captured("ctest", args, in_repo);
+    remove_folders_ctest_created(ctx.ws.repo, folders);
     std::set<std::string> tests = matches(run.output, listed);
     tests.erase("lab" + label + ".learner.build");  // the fixture ctest adds to any selection
     if (!run.status.ok() || tests.empty()) {
