@@ -159,7 +159,7 @@ function(minimodel_lab number)
   minimodel_precompiled_headers(${lab}_test_objects tests)
   add_library(${lab}_verify_objects OBJECT ${verify})
   target_link_libraries(${lab}_verify_objects PUBLIC lab_setup ${MINIMODEL_LAB_${number}_VERIFY_LIBRARIES}
-                                              PRIVATE minimodel_warnings)
+                                              PRIVATE minimodel_warnings minimodel_driver_code)
   minimodel_precompiled_headers(${lab}_verify_objects code)
   # Its experiment folder, relative to the source tree (workbench::source_dir()).
   target_compile_definitions(${lab}_verify_objects PRIVATE
