@@ -8,10 +8,16 @@ if [[ "${1:-}" == "--fix" ]]; then
   clang-format -i "${files[@]}"
   exit 0
 fi
-unformatted=()
-for file in "${files[@]}"; do
-  clang-format --dry-run --Werror "$file" >/dev/null 2>&1 || unformatted+=("$file")
-done
+# One clang-format for every file (a process per file took 14 s); it names each file it would
+# change as "file:line:col: error: code should be clang-formatted".
+status=0
+output=$(clang-format --dry-run --Werror "${files[@]}" 2>&1) || status=$?
+mapfile -t unformatted < <(sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' \
+                             <<<"$output" | sort -u)
+if ((status != 0 && ${#unformatted[@]} == 0)); then
+  printf 'check-format: clang-format failed:\n%s\n' "$(head -n 5 <<<"$output")" >&2
+  exit 1
+fi
 if ((${#unformatted[@]})); then
   printf 'not formatted: %s\n' "${unformatted[@]}"
   echo "check-format: ${#unformatted[@]} of ${#files[@]} files; run scripts/check-format.sh --fix"
