@@ -6,10 +6,11 @@
 # gtest_discover_tests, with every discovered test labelled LABELS (and requiring FIXTURE, if
 # given). (Its own PROPERTIES option flattens a list of labels into separate arguments, so the
 # properties are set by a script of ours that ctest includes after the discovered tests.)
-# With MINIMODEL_TEST_PER_CASE off, one ctest test PREFIX"all" runs the whole program instead.
+# With MINIMODEL_TEST_PER_CASE off, one ctest test PREFIX"all" runs the whole program instead, its
+# tests in a random order (--gtest_shuffle), so that none depends on what ran before it.
 function(minimodel_discover_tests target prefix labels)
   if(NOT MINIMODEL_TEST_PER_CASE)
-    add_test(NAME ${prefix}all COMMAND ${target} --gtest_brief=1)
+    add_test(NAME ${prefix}all COMMAND ${target} --gtest_brief=1 --gtest_shuffle)
     set_tests_properties(${prefix}all PROPERTIES LABELS "${labels}")
     if(ARGC GREATER 3)
       set_tests_properties(${prefix}all PROPERTIES FIXTURES_REQUIRED ${ARGV3})
