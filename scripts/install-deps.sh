@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev libbenchmark-dev
   libcairo2-dev fonts-dejavu-core
   ccache  # .ci/run shares objects between its release build and the scratch clone's
+  ninja-build  # the maintainers' sanitizer build
 )
 [[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy)
 
