@@ -9,7 +9,11 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <xtensor/xrandom.hpp>
+#include <xtensor/xview.hpp>
 
+#include "minimodel/attention/attention.hpp"
+#include "minimodel/attention/rope.hpp"
 #include "minimodel/precision/half_precision.hpp"
 
 namespace minimodel {
@@ -201,6 +205,178 @@ TEST(RoundTo, IsTheIdentityInFp32AndIdempotentInEachFormat) {
   }
   EXPECT_EQ(round_to(0.1f, Precision::fp16), 0.0999755859375f);
   EXPECT_EQ(round_to(0.1f, Precision::bf16), 0.10009765625f);
+}
+
+// ---- Block B: attention in a precision
+// -----------------------------------------------------------
+
+Tensor2 random_rows(std::size_t rows, std::size_t d, int seed) {
+  xt::random::seed(seed);
+  return xt::random::randn<float>({rows, d});
+}
+
+// softmax(q kᵀ / sqrt(d) + mask) v in double, from the float inputs as given: the truth the
+// precisions are measured against.
+xt::xtensor<double, 2> attention_in_double(const Tensor2& q, const Tensor2& k, const Tensor2& v) {
+  const std::size_t T = q.shape(0), S = k.shape(0), d = q.shape(1);
+  xt::xtensor<double, 2> out = xt::zeros<double>({T, v.shape(1)});
+  std::vector<double> w(S);
+  for (std::size_t t = 0; t < T; ++t) {
+    double max = -HUGE_VAL, sum = 0;
+    for (std::size_t s = 0; s < S; ++s) {
+      double dot = 0;
+      for (std::size_t i = 0; i < d; ++i) dot += double(q(t, i)) * double(k(s, i));
+      w[s] = dot / std::sqrt(double(d));
+      max = std::max(max, w[s]);
+    }
+    for (double& x : w) sum += (x = std::exp(x - max));
+    for (std::size_t s = 0; s < S; ++s)
+      for (std::size_t j = 0; j < v.shape(1); ++j) out(t, j) += w[s] / sum * double(v(s, j));
+  }
+  return out;
+}
+
+double max_abs_error(const Tensor2& actual, const xt::xtensor<double, 2>& truth) {
+  double worst = 0;
+  for (std::size_t i = 0; i < actual.size(); ++i)
+    worst = std::max(worst, std::abs(double(actual.flat(i)) - truth.flat(i)));
+  return worst;
+}
+
+TEST(AttentionIn, InFp32IsLab00sSingleHeadAttention) {
+  const Tensor2 q = random_rows(6, 8, 1), k = random_rows(9, 8, 2), v = random_rows(9, 5, 3);
+  Tensor2 mask = xt::zeros<float>({6, 9});
+  mask(2, 7) = mask(4, 0) = -1e9f;
+  const Tensor2 expected = single_head_attention(q, k, v, mask).output;
+  const Tensor2 actual = attention_in(q, k, v, mask, Kernel{});
+  // Float32 throughout: only the order of the sums differs from lab 00's BLAS, a few ulps of
+  // numbers of order 1.
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(actual.flat(i), expected.flat(i), 1e-6) << "element " << i;
+}
+
+TEST(AttentionIn, StoresEveryOutputInItsFormat) {
+  const Tensor2 q = random_rows(4, 16, 4), k = random_rows(32, 16, 5), v = random_rows(32, 8, 6);
+  for (const Precision p : {Precision::bf16, Precision::fp16})
+    for (const bool fp32_accumulation : {false, true}) {
+      const Tensor2 out = attention_in(q, k, v, std::nullopt, Kernel{p, fp32_accumulation});
+      for (const float x : out)
+        ASSERT_EQ(bits_of(round_to(x, p)), bits_of(x)) << precision_name(p) << " output " << x;
+    }
+}
+
+TEST(AttentionIn, Fp32AccumulationKeepsLongRowsAccurate) {
+  // 4 queries over S = 4096 keys with d_head 64: each dot product adds 64 terms and each softmax
+  // sum 4096. Rounding the inputs alone costs about u = 2^-11 (fp16) or 2^-8 (bf16) relative;
+  // a sum rounded after each addition can lose up to n · u, and in practice about sqrt(n) · u.
+  const Tensor2 q = random_rows(4, 64, 7), k = random_rows(4096, 64, 8),
+                v = random_rows(4096, 8, 9);
+  const auto truth = attention_in_double(q, k, v);
+  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+    const double mixed = max_abs_error(attention_in(q, k, v, std::nullopt, Kernel{p, true}), truth);
+    const double pure = max_abs_error(attention_in(q, k, v, std::nullopt, Kernel{p, false}), truth);
+    // The outputs are weighted means of N(0, 1) values, of magnitude below 0.2 here: with fp32
+    // sums their error is that of rounding the inputs, scores and weights, a few u of numbers that
+    // small, below u itself (measured: 0.17 u in fp16, 0.08 u in bf16). Rounded after every
+    // addition, the sums lose some 20 u (measured: 22 u and 24 u), over 100 times more.
+    const double u = p == Precision::fp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+    EXPECT_LT(mixed, u) << precision_name(p) << " with fp32 accumulation";
+    EXPECT_GT(pure, 10 * mixed) << precision_name(p) << " without";
+  }
+}
+
+TEST(AttentionIn, RejectsInputsOfTheWrongShape) {
+  const Tensor2 q = random_rows(3, 4, 1), k = random_rows(5, 4, 2), v = random_rows(5, 2, 3);
+  EXPECT_THROW(attention_in(q, random_rows(5, 3, 2), v, std::nullopt, Kernel{}),
+               std::invalid_argument);
+  EXPECT_THROW(attention_in(q, k, random_rows(4, 2, 3), std::nullopt, Kernel{}),
+               std::invalid_argument);
+  try {
+    attention_in(q, k, v, Tensor2(xt::zeros<float>({3, 4})), Kernel{});
+    FAIL() << "a (3, 4) mask for (3, 5) scores was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("(3, 4)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(3, 5)"), std::string::npos) << e.what();
+  }
+}
+
+// ---- Block C: the failures, reproduced, then fixed
+// -------------------------------------------------
+
+TEST(MaskValue, MinusOneBillionMakesAFullyMaskedFp16RowNaNAndTheFormatsValueDoesNot) {
+  const Tensor2 q = random_rows(3, 8, 10), k = random_rows(3, 8, 11), v = random_rows(3, 4, 12);
+  const Kernel fp16{Precision::fp16, true};
+  Tensor2 lab02 = xt::zeros<float>({3, 3});
+  xt::row(lab02, 0) = -1e9f;  // row 0 sees no key: a padded query
+  const Tensor2 broken = attention_in(q, k, v, lab02, fp16);
+  EXPECT_TRUE(std::isnan(broken(0, 0))) << "-1e9 is -inf in fp16, and -inf - (-inf) is NaN";
+  Tensor2 fixed_mask = lab02;
+  xt::row(fixed_mask, 0) = mask_value(Precision::fp16);
+  const Tensor2 fixed = attention_in(q, k, v, fixed_mask, fp16);
+  for (const float x : fixed) EXPECT_TRUE(std::isfinite(x)) << x;
+  EXPECT_EQ(xt::view(fixed, xt::range(1, 3)), xt::view(broken, xt::range(1, 3)))
+      << "the rows that see keys are unchanged";
+}
+
+TEST(MaskValue, StaysFiniteWhenAScoreIsAddedAndRemovesTheKey) {
+  EXPECT_EQ(mask_value(Precision::fp32), -1e9f) << "lab 02's value";
+  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+    const float masked = mask_value(p);
+    EXPECT_EQ(round_to(masked, p), masked) << precision_name(p);
+    EXPECT_TRUE(std::isfinite(round_to(masked - 10000.0f, p))) << precision_name(p);
+    EXPECT_EQ(round_to(std::exp(round_to(masked - 10.0f, p)), p), 0.0f) << precision_name(p);
+  }
+  EXPECT_TRUE(std::isinf(round_to(-65504.0f - 16.0f, Precision::fp16)))
+      << "why not fp16's most negative value itself";
+  const Tensor2 mask = causal_mask_in(4, Precision::fp16);
+  EXPECT_EQ(mask(0, 1), -32752.0f);
+  EXPECT_EQ(mask(1, 0), 0.0f);
+}
+
+TEST(Overflow, UnscaledScoresWithoutTheMaxOverflowFp16AndEachSafeguardFixesIt) {
+  // Scores of magnitude ~ 30: q·k of d_head 64 with entries of size ~ 0.7.
+  const Tensor2 q = random_rows(2, 64, 13), k = random_rows(8, 64, 14), v = random_rows(8, 4, 15);
+  Kernel bare{Precision::fp16, true, /*scale_scores=*/false, /*subtract_max=*/false};
+  const Tensor2 broken = attention_in(q, k, v, std::nullopt, bare);
+  bool any_nan = false;
+  for (const float x : broken) any_nan = any_nan || std::isnan(x);
+  EXPECT_TRUE(any_nan) << "exp of a score above ln 65504 = 11.09 is inf in fp16, and inf / inf NaN";
+  for (const bool scale : {false, true}) {
+    const Kernel safe{Precision::fp16, true, scale, /*subtract_max=*/true};
+    for (const float x : attention_in(q, k, v, std::nullopt, safe))
+      EXPECT_TRUE(std::isfinite(x)) << "subtract_max, scale " << scale;
+  }
+}
+
+TEST(LongRows, AnFp16SumOfOnesStallsAt2048WithoutFp32Accumulation) {
+  // 16384 keys with equal scores: every exp is 1, the sum is 16384, and every weight 2^-14. In
+  // fp16, 2048 + 1 is a tie between 2048 and 2050 (steps of 2 there), which rounds back to 2048:
+  // the sum stops growing, and every weight comes out 8 times too large. The value vector picks
+  // the weight of key 0 alone.
+  const std::size_t S = 16384;
+  const Tensor2 q = xt::zeros<float>({std::size_t{1}, std::size_t{4}}), k = random_rows(S, 4, 16);
+  Tensor2 v = xt::zeros<float>({S, std::size_t{1}});
+  v(0, 0) = 1.0f;
+  const Tensor2 pure = attention_in(q, k, v, std::nullopt, Kernel{Precision::fp16, false});
+  EXPECT_EQ(pure(0, 0), std::ldexp(1.0f, -11)) << "1 / 2048: the sum stalled at 2048";
+  const Tensor2 mixed = attention_in(q, k, v, std::nullopt, Kernel{Precision::fp16, true});
+  EXPECT_EQ(mixed(0, 0), std::ldexp(1.0f, -14)) << "1 / 16384, exact in fp16";
+}
+
+TEST(RopeAngles, InFp32AreLab05sAnglesAndInBf16PositionsAbove256Merge) {
+  Positions positions = {0, 1, 255, 256, 257, 258, 259, 4096, 4097};
+  const Tensor2 fp32 = rope_angles_in(positions, 8, 10000.0f, Precision::fp32);
+  for (std::size_t t = 0; t < positions.size(); ++t)
+    for (std::size_t k = 0; k < 4; ++k) {
+      const double exact = double(positions(t)) * std::pow(10000.0, -2.0 * double(k) / 8.0);
+      EXPECT_NEAR(fp32(t, k), exact, 1e-6 * std::max(1.0, exact)) << t << ", " << k;
+    }
+  const Tensor2 bf16 = rope_angles_in(positions, 8, 10000.0f, Precision::bf16);
+  EXPECT_EQ(bf16(4, 0), 256.0f) << "position 257 is a tie between 256 and 258 in bf16: even";
+  EXPECT_EQ(bf16(6, 0), 260.0f) << "259 is a tie between 258 and 260";
+  EXPECT_EQ(bf16(7, 0), bf16(8, 0)) << "positions 4096 and 4097 get the same angle";
+  EXPECT_THROW(rope_angles_in(positions, 7, 10000.0f, Precision::fp32), std::invalid_argument);
+  EXPECT_THROW(rope_angles_in(positions, 8, 0.0f, Precision::fp32), std::invalid_argument);
 }
 
 }  // namespace
