@@ -15,6 +15,7 @@
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/rope.hpp"
 #include "minimodel/precision/half_precision.hpp"
+#include "support/fixtures.hpp"
 
 namespace minimodel {
 namespace {
@@ -207,8 +208,24 @@ TEST(RoundTo, IsTheIdentityInFp32AndIdempotentInEachFormat) {
   EXPECT_EQ(round_to(0.1f, Precision::bf16), 0.10009765625f);
 }
 
-// ---- Block B: attention in a precision
-// -----------------------------------------------------------
+TEST(RoundTo, MatchesTorchsConversions) {
+  // tests/fixtures/half_conversions: torch's x.to(float16) and x.to(bfloat16), back in float32,
+  // on ties, their neighbours, overflow, subnormals and special values (scripts/fixture_cases/
+  // lab11.py). Both formats' values are float32 values, so the comparison is exact.
+  const testing::Fixture fixture("half_conversions");
+  const auto x = fixture.array<1>("x");
+  const auto fp16 = fixture.array<1>("fp16"), bf16 = fixture.array<1>("bf16");
+  int failures = 0;
+  for (std::size_t i = 0; i < x.size() && failures < 5; ++i) {
+    const auto agree_fp16 = same_value(round_to(x(i), Precision::fp16), fp16(i), x(i));
+    const auto agree_bf16 = same_value(round_to(x(i), Precision::bf16), bf16(i), x(i));
+    EXPECT_TRUE(agree_fp16) << "fp16, against torch";
+    EXPECT_TRUE(agree_bf16) << "bf16, against torch";
+    failures += !agree_fp16 + !agree_bf16;
+  }
+}
+
+// ---- Block B: attention in a precision ---------------------------------------------------------
 
 Tensor2 random_rows(std::size_t rows, std::size_t d, int seed) {
   xt::random::seed(seed);
@@ -300,8 +317,7 @@ TEST(AttentionIn, RejectsInputsOfTheWrongShape) {
   }
 }
 
-// ---- Block C: the failures, reproduced, then fixed
-// -------------------------------------------------
+// ---- Block C: the failures, reproduced, then fixed ---------------------------------------------
 
 TEST(MaskValue, MinusOneBillionMakesAFullyMaskedFp16RowNaNAndTheFormatsValueDoesNot) {
   const Tensor2 q = random_rows(3, 8, 10), k = random_rows(3, 8, 11), v = random_rows(3, 4, 12);

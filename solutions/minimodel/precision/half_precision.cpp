@@ -49,8 +49,7 @@ const char* precision_name(Precision precision) {
   return "?";
 }
 
-// ---- Block A: fp16
-// -------------------------------------------------------------------------------
+// ---- Block A: fp16 ------------------------------------------------------------------------------
 
 std::uint16_t to_fp16_bits(float x) {
   const std::uint32_t bits = bits_of(x);
@@ -90,9 +89,7 @@ float from_fp16_bits(std::uint16_t bits) {
   return float_of(sign | (float_exponent << 23) | ((fraction & 0x03FFu) << 13));
 }
 
-// ---- Block A: bf16
-// -------------------------------------------------------------------------------
-
+// ---- Block A: bf16 ------------------------------------------------------------------------------
 std::uint16_t to_bf16_bits(float x) {
   const std::uint32_t bits = bits_of(x);
   if ((bits & 0x7FFFFFFFu) > 0x7F800000u)  // NaN: cutting the payload could leave inf's pattern
