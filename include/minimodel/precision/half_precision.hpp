@@ -79,7 +79,8 @@ Tensor2 causal_mask_in(std::size_t T, Precision precision);
 /// Block C. RoPE's angles, (T, d_head / 2): positions[t] · theta^(-2k / d_head), computed as a
 /// kernel that holds the positions and angles in `precision` would: the position and the frequency
 /// rounded to it, and their product too. In bf16, positions above 256 are no longer whole numbers
-/// apart, and an angle of magnitude a is off by up to a · 2^-9. With fp32 this is lab 05's table.
+/// apart (257 is stored as 256), and each of the three roundings can move an angle of magnitude a
+/// by up to a · 2^-8. With fp32 this is lab 05's table.
 /// @throws std::invalid_argument if d_head is 0 or odd or theta <= 0, naming the value.
 Tensor2 rope_angles_in(const Positions& positions, std::size_t d_head, float theta,
                        Precision precision);
