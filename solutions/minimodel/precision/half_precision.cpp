@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -223,9 +224,12 @@ Tensor2 rope_angles_in(const Positions& positions, std::size_t d_head, float the
   if (d_head == 0 || d_head % 2 != 0)
     throw std::invalid_argument("rope_angles_in: d_head is " + std::to_string(d_head) +
                                 " but must be even and positive");
-  if (!(theta > 0.0f) || !std::isfinite(theta))
-    throw std::invalid_argument("rope_angles_in: theta is " + std::to_string(theta) +
+  if (!(theta > 0.0f) || !std::isfinite(theta)) {
+    std::ostringstream value;
+    value << theta;
+    throw std::invalid_argument("rope_angles_in: theta is " + value.str() +
                                 " but must be positive and finite");
+  }
   auto r = [precision](float x) { return round_to(x, precision); };
   Tensor2 angles({positions.size(), d_head / 2});
   for (std::size_t t = 0; t < positions.size(); ++t)
