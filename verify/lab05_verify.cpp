@@ -2,7 +2,6 @@
 // interleaved pairs, offset invariance), RoPE inside causal self-attention, a plot of the score
 // against the offset, and the cos table as a heatmap.
 #include <cmath>
-#include <random>
 #include <stdexcept>
 
 #include <xtensor/xbuilder.hpp>
@@ -20,6 +19,7 @@ using lab_setup::embed_tokens;
 using lab_setup::kDModel;
 using lab_setup::kHeads;
 using lab_setup::kSeed;
+using lab_setup::normal_rows;
 using lab_setup::toy_sentence;
 
 using minimodel::Positions;
@@ -28,15 +28,6 @@ using minimodel::Tensor2;
 using minimodel::Tensor3;
 
 namespace {
-
-// (rows, d) drawn from N(0, 1) with std::mt19937_64(seed), row-major.
-Tensor2 normal_rows(std::size_t rows, std::size_t d, std::uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Tensor2 values({rows, d});
-  for (float& value : values) value = normal(generator);
-  return values;
-}
 
 Positions positions_from(std::int64_t first, std::size_t T) {
   return xt::arange<std::int64_t>(first, first + static_cast<std::int64_t>(T));

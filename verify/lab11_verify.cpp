@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,7 @@
 #include "minimodel/precision/half_precision.hpp"
 
 using lab_setup::kSeed;
+using lab_setup::normal_rows;
 using minimodel::Kernel;
 using minimodel::Positions;
 using minimodel::Precision;
@@ -117,15 +117,6 @@ workbench::LineSeries drawable(const std::vector<double>& x, const std::vector<d
     series.y.push_back(y[i]);
   }
   return series;
-}
-
-// (rows, d) drawn from N(0, 1) with std::mt19937_64(seed), row-major (as lab 05's verify draws).
-Tensor2 normal_rows(std::size_t rows, std::size_t d, std::uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Tensor2 values({rows, d});
-  for (float& value : values) value = normal(generator);
-  return values;
 }
 
 // softmax(q kᵀ / sqrt(d_head)) v in double from the float inputs as given: the truth.

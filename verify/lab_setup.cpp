@@ -20,13 +20,18 @@ const std::vector<std::string>& toy_sentence() {
   return sentence;
 }
 
+xt::xtensor<float, 2> normal_rows(std::size_t rows, std::size_t d, std::uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  xt::xtensor<float, 2> values({rows, d});
+  for (float& value : values) value = normal(generator);
+  return values;
+}
+
 xt::xtensor<float, 2> embed_tokens(const std::vector<std::string>& tokens, std::size_t d_model,
                                    std::uint64_t seed) {
   const auto& vocabulary = toy_vocabulary();
-  xt::xtensor<float, 2> table({vocabulary.size(), d_model});
-  std::mt19937_64 generator(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& value : table) value = normal(generator);
+  const xt::xtensor<float, 2> table = normal_rows(vocabulary.size(), d_model, seed);
 
   xt::xtensor<float, 2> embedded({tokens.size(), d_model});
   for (std::size_t t = 0; t < tokens.size(); ++t) {

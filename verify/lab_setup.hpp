@@ -29,8 +29,12 @@ const std::vector<std::string>& toy_vocabulary();
 /// The verify programs' sentence: <bos> I work , you work , he
 const std::vector<std::string>& toy_sentence();
 
-/// Looks each token up in a (vocabulary size, d_model) embedding table drawn from N(0, 1) with
-/// std::mt19937_64(seed): the same token always gets the same row. -> (tokens.size(), d_model)
+/// (rows, d) drawn from N(0, 1) with std::mt19937_64(seed), in row-major order: the verify
+/// programs' random inputs.
+xt::xtensor<float, 2> normal_rows(std::size_t rows, std::size_t d, std::uint64_t seed);
+
+/// Looks each token up in a (vocabulary size, d_model) embedding table, normal_rows(vocabulary
+/// size, d_model, seed): the same token always gets the same row. -> (tokens.size(), d_model)
 /// @throws std::invalid_argument for a token outside the vocabulary.
 xt::xtensor<float, 2> embed_tokens(const std::vector<std::string>& tokens,
                                    std::size_t d_model = kDModel, std::uint64_t seed = kSeed);
