@@ -37,10 +37,14 @@ int check_lab(const Context& ctx, const std::optional<std::string>& number, cons
     if (!filter.empty() && result.status != LabStatus::build_error && result.total == 0)
       throw UsageError("no test of lab " + lab.number + " matches " +
                        (only.test.empty() ? "Block " + only.block : only.test));
-    if (!filter.empty())
-      std::cout << "(only "
-                << (only.test.empty() ? "Block " + only.block : "the tests matching " + only.test)
-                << ")\n";
+    const std::string part =
+        only.test.empty() ? "Block " + only.block : "the tests matching " + only.test;
+    if (!filter.empty()) std::cout << "(only " << part << ")\n";
+    if (!filter.empty() && result.status == LabStatus::done) {  // the lab itself may not be
+      std::cout << ctx.green("all " + std::to_string(result.total) + " tests of " + part + " pass")
+                << "\nnext: workbook check " << lab.number << "   (every block)\n";
+      return kSuccess;
+    }
     return print_check(ctx, lab, result);
   }
   if (!only.block.empty() || !only.test.empty())

@@ -18,6 +18,26 @@ namespace {
 // GoogleTest's failure text: "file:line", what failed (the expression, "Actual: false (…)" with
 // our checks' expected vs got, max abs diff and where), then "Google Test trace:" and one
 // "file:line: text" per SCOPED_TRACE ("head 1", "role q"), which pinpoints the case.
+// gtest's JSON report escapes each byte of a non-ASCII character on its own ("—", E2 80 94, is
+// written "\u00E2\u0080\u0094"), so the parsed text holds one code point per original byte. Put
+// the bytes back; text with any other non-ASCII character is left as it is.
+std::string gtest_bytes(const std::string& parsed) {
+  std::string bytes;
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    const auto lead = static_cast<unsigned char>(parsed[i]);
+    if (lead < 0x80) {
+      bytes += parsed[i];
+      continue;
+    }
+    const bool two_byte = (lead == 0xC2 || lead == 0xC3) && i + 1 < parsed.size() &&
+                          (static_cast<unsigned char>(parsed[i + 1]) & 0xC0) == 0x80;
+    if (!two_byte) return parsed;
+    bytes +=
+        static_cast<char>(((lead & 0x03) << 6) | (static_cast<unsigned char>(parsed[++i]) & 0x3F));
+  }
+  return bytes;
+}
+
 TestFailure parse_failure(const std::string& test, const std::string& failure) {
   TestFailure parsed{test, "", {}};
   std::vector<std::string> lines = workbench::split_lines(failure);
@@ -143,7 +163,7 @@ LabResult test_lab(const Workspace& ws, const Lab& lab, const std::string& gtest
         continue;
       }
       const std::string name = suite.value("name", "") + "." + test.value("name", "");
-      TestFailure failure = parse_failure(name, failures[0].value("failure", ""));
+      TestFailure failure = parse_failure(name, gtest_bytes(failures[0].value("failure", "")));
       const auto todo = todo_in(failure.summary);
       all_todo = all_todo && todo && todo->first == lab.number;
       result.failures.push_back(std::move(failure));

@@ -81,7 +81,8 @@ Tensor2 causal_mask_in(std::size_t T, Precision precision);
 /// rounded to it, and their product too. In bf16, positions above 256 are no longer whole numbers
 /// apart (257 is stored as 256), and each of the three roundings can move an angle of magnitude a
 /// by up to a · 2^-8. With fp32 this is lab 05's table.
-/// @throws std::invalid_argument if d_head is 0 or odd or theta <= 0, naming the value.
+/// @throws std::invalid_argument if d_head is 0 or odd, or theta is not positive and finite,
+///         naming the value.
 Tensor2 rope_angles_in(const Positions& positions, std::size_t d_head, float theta,
                        Precision precision);
 
