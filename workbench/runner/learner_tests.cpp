@@ -15,9 +15,6 @@ namespace fs = std::filesystem;
 namespace workbook {
 namespace {
 
-// GoogleTest's failure text: "file:line", what failed (the expression, "Actual: false (…)" with
-// our checks' expected vs got, max abs diff and where), then "Google Test trace:" and one
-// "file:line: text" per SCOPED_TRACE ("head 1", "role q"), which pinpoints the case.
 // gtest's JSON report escapes each byte of a non-ASCII character on its own ("—", E2 80 94, is
 // written "\u00E2\u0080\u0094"), so the parsed text holds one code point per original byte. Put
 // the bytes back; text with any other non-ASCII character is left as it is.
@@ -38,6 +35,9 @@ std::string gtest_bytes(const std::string& parsed) {
   return bytes;
 }
 
+// GoogleTest's failure text: "file:line", what failed (the expression, "Actual: false (…)" with
+// our checks' expected vs got, max abs diff and where), then "Google Test trace:" and one
+// "file:line: text" per SCOPED_TRACE ("head 1", "role q"), which pinpoints the case.
 TestFailure parse_failure(const std::string& test, const std::string& failure) {
   TestFailure parsed{test, "", {}};
   std::vector<std::string> lines = workbench::split_lines(failure);
