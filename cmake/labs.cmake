@@ -48,8 +48,9 @@ endfunction()
 #
 # Sets, in the caller's scope: MINIMODEL_LABS (the lab numbers in order) and, for each lab NN,
 # MINIMODEL_LAB_NN_SLUG, MINIMODEL_LAB_NN_PREREQUISITES, MINIMODEL_LAB_NN_LEARNER_FILES,
-# MINIMODEL_LAB_NN_REFERENCE_FILES, MINIMODEL_LAB_NN_LIBRARIES, MINIMODEL_LAB_NN_VERIFY_LIBRARIES and
-# MINIMODEL_LAB_NN_{TESTS,VERIFY,EXPERIMENT} (paths from the registry's "layout" patterns).
+# MINIMODEL_LAB_NN_REFERENCE_FILES (each split into MINIMODEL_LAB_NN_{LEARNER,REFERENCE}_CODE and
+# _TESTS, the tests a learner writes), MINIMODEL_LAB_NN_LIBRARIES, MINIMODEL_LAB_NN_VERIFY_LIBRARIES and
+# MINIMODEL_LAB_NN_{TESTS,VERIFY,EXPERIMENT,MUTANTS} (paths from the registry's "layout" patterns).
 function(minimodel_read_registry json_file)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${json_file})
   file(READ ${json_file} registry)
@@ -63,7 +64,7 @@ function(minimodel_read_registry json_file)
     string(JSON slug GET "${registry}" labs ${i} slug)
     list(APPEND numbers ${number})
     set(MINIMODEL_LAB_${number}_SLUG ${slug} PARENT_SCOPE)
-    foreach(kind IN ITEMS tests verify experiment)
+    foreach(kind IN ITEMS tests verify experiment mutants)
       string(JSON pattern GET "${registry}" layout ${kind})
       string(REPLACE "{number}" "${number}" path "${pattern}")
       string(REPLACE "{slug}" "${slug}" path "${path}")
@@ -90,6 +91,17 @@ function(minimodel_read_registry json_file)
     set(MINIMODEL_LAB_${number}_VERIFY_LIBRARIES ${verify_libraries} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_LEARNER_FILES ${learner} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_REFERENCE_FILES ${reference} PARENT_SCOPE)
+    # A learner file named *_test.cpp is a test the learner writes: it goes into the lab's test
+    # program, the others into the lab's library.
+    foreach(impl IN ITEMS learner reference)
+      set(files ${${impl}})
+      set(tests ${files})
+      list(FILTER tests INCLUDE REGEX "_test\\.cpp$")
+      list(FILTER files EXCLUDE REGEX "_test\\.cpp$")
+      string(TOUPPER ${impl} IMPL)
+      set(MINIMODEL_LAB_${number}_${IMPL}_CODE ${files} PARENT_SCOPE)
+      set(MINIMODEL_LAB_${number}_${IMPL}_TESTS ${tests} PARENT_SCOPE)
+    endforeach()
   endforeach()
   set(MINIMODEL_LABS ${numbers} PARENT_SCOPE)
 endfunction()
@@ -103,7 +115,7 @@ function(minimodel_lab_code number)
     string(TOUPPER ${impl} IMPL)
     set(library minimodel_${impl}_lab${number})
     set(sources "")
-    foreach(file IN LISTS MINIMODEL_LAB_${number}_${IMPL}_FILES)
+    foreach(file IN LISTS MINIMODEL_LAB_${number}_${IMPL}_CODE)
       if(EXISTS ${PROJECT_SOURCE_DIR}/${file})
         list(APPEND sources ${PROJECT_SOURCE_DIR}/${file})
       else()
@@ -167,9 +179,20 @@ function(minimodel_lab number)
     MINIMODEL_EXPERIMENT_DIR="${MINIMODEL_LAB_${number}_EXPERIMENT}")
 
   foreach(impl IN ITEMS learner reference)
+    string(TOUPPER ${impl} IMPL)
     add_executable(test-${lab}-${impl})
     target_link_libraries(test-${lab}-${impl} PRIVATE ${lab}_test_objects minimodel_${impl}_${lab}
                                                       GTest::gtest_main)
+    # The tests the learner writes (lab 01's head-permutation test), in each implementation.
+    if(MINIMODEL_LAB_${number}_${IMPL}_TESTS)
+      list(TRANSFORM MINIMODEL_LAB_${number}_${IMPL}_TESTS PREPEND ${PROJECT_SOURCE_DIR}/
+           OUTPUT_VARIABLE own_tests)
+      add_library(${lab}_${impl}_own_tests OBJECT ${own_tests})
+      target_link_libraries(${lab}_${impl}_own_tests PUBLIC minimodel_test_support
+                                                     PRIVATE minimodel_warnings)
+      minimodel_precompiled_headers(${lab}_${impl}_own_tests tests)
+      target_link_libraries(test-${lab}-${impl} PRIVATE ${lab}_${impl}_own_tests)
+    endif()
     add_executable(verify-${lab}-${impl})
     target_link_libraries(verify-${lab}-${impl} PRIVATE ${lab}_verify_objects minimodel_${impl}_${lab})
     add_test(NAME ${lab}.${impl}.verify COMMAND verify-${lab}-${impl})
@@ -216,4 +239,95 @@ function(minimodel_lab number)
                    -P ${PROJECT_SOURCE_DIR}/cmake/check_stubs.cmake)
   set_tests_properties(${lab}.stubs PROPERTIES LABELS "stubs"
                        SKIP_REGULAR_EXPRESSION "pristine-stub check skipped")
+endfunction()
+
+# minimodel_lab_mutants(NN)
+#
+# Lab NN's mutants, from its catalogue (labs/mutants/NN-slug.json): each is the reference with one
+# change ("replace" becomes "with"), written at configure time to BUILD/mutants/labNN/NAME/, and
+# built only when asked, into
+#   bin/test-labNN-mutant-NAME    the lab's tests on the mutated reference
+#   bin/verify-labNN-mutant-NAME  its verify program (`workbook break NN NAME` passes --out)
+# The lab's test and verify objects are the ones its other programs use, so a mutant costs one
+# compile (at -O1: a third of -O3's time, and the same float arithmetic) and two links. The target
+# labNN-mutants builds the lab's test programs, mutants every lab's (`workbook dev-check`). A change
+# that does not occur exactly once in the reference makes no targets: dev-check names it.
+function(minimodel_lab_mutants number)
+  set(catalogue ${PROJECT_SOURCE_DIR}/${MINIMODEL_LAB_${number}_MUTANTS})
+  if(NOT EXISTS ${catalogue} OR NOT TARGET lab${number}_test_objects)
+    return()
+  endif()
+  set(references "")
+  foreach(file IN LISTS MINIMODEL_LAB_${number}_REFERENCE_CODE)
+    list(APPEND references ${PROJECT_SOURCE_DIR}/${file})
+  endforeach()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${catalogue} ${references})
+  file(READ ${catalogue} json)
+  string(JSON n_mutants LENGTH "${json}" mutants)
+  if(n_mutants EQUAL 0)
+    return()
+  endif()
+  set(prerequisites "")
+  foreach(prerequisite IN LISTS MINIMODEL_LAB_${number}_PREREQUISITES)
+    list(APPEND prerequisites minimodel_reference_lab${prerequisite})
+  endforeach()
+  add_custom_target(lab${number}-mutants)
+  math(EXPR last "${n_mutants} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${json}" mutants ${i} name)
+    string(JSON replace GET "${json}" mutants ${i} replace)
+    string(JSON with GET "${json}" mutants ${i} with)
+    set(dir ${PROJECT_BINARY_DIR}/mutants/lab${number}/${name})
+    set(sources "")
+    set(applied 0)
+    foreach(file IN LISTS MINIMODEL_LAB_${number}_REFERENCE_CODE)
+      file(READ ${PROJECT_SOURCE_DIR}/${file} text)
+      string(FIND "${text}" "${replace}" first)
+      string(FIND "${text}" "${replace}" final REVERSE)
+      if(first GREATER -1 AND first EQUAL final)
+        string(REPLACE "${replace}" "${with}" text "${text}")
+        math(EXPR applied "${applied} + 1")
+      elseif(first GREATER -1)
+        math(EXPR applied "${applied} + 2")  # more than once
+      endif()
+      get_filename_component(filename ${file} NAME)
+      set(source ${dir}/${filename})
+      set(old "")
+      if(EXISTS ${source})
+        file(READ ${source} old)
+      endif()
+      if(NOT old STREQUAL text)  # unchanged files keep their time stamp: no rebuild
+        file(WRITE ${source} "${text}")
+      endif()
+      list(APPEND sources ${source})
+    endforeach()
+    if(NOT applied EQUAL 1)
+      message(STATUS "lab ${number}: mutant ${name}'s change does not occur exactly once in the reference (workbook dev-check)")
+      continue()
+    endif()
+    set(code mutant_lab${number}_${name})
+    add_library(${code} OBJECT EXCLUDE_FROM_ALL ${sources})
+    target_link_libraries(${code} PUBLIC minimodel_api minimodel_tensor minimodel_mutant_name ${prerequisites}
+                                         ${MINIMODEL_LAB_${number}_LIBRARIES}
+                                  PRIVATE minimodel_warnings)
+    target_compile_options(${code} PRIVATE -Wno-error $<$<CONFIG:Release>:-O1>)
+    foreach(kind IN ITEMS test verify)
+      set(program ${kind}-lab${number}-mutant-${name})
+      add_executable(${program} EXCLUDE_FROM_ALL)
+      target_link_libraries(${program} PRIVATE lab${number}_${kind}_objects ${code})
+    endforeach()
+    target_link_libraries(test-lab${number}-mutant-${name} PRIVATE GTest::gtest_main)
+    if(TARGET lab${number}_reference_own_tests)  # the reference's twin of a test the learner writes…
+      target_link_libraries(test-lab${number}-mutant-${name} PRIVATE lab${number}_reference_own_tests)
+      # …and the learner's own, alone, which `workbook break` also runs on the mutant.
+      add_executable(test-lab${number}-mutant-${name}-yours EXCLUDE_FROM_ALL)
+      target_link_libraries(test-lab${number}-mutant-${name}-yours PRIVATE lab${number}_learner_own_tests
+                                                                         ${code} GTest::gtest_main)
+    endif()
+    add_dependencies(lab${number}-mutants test-lab${number}-mutant-${name})
+  endforeach()
+  if(NOT TARGET mutants)
+    add_custom_target(mutants)
+  endif()
+  add_dependencies(mutants lab${number}-mutants)
 endfunction()

@@ -94,25 +94,21 @@ TEST(MultiHeadAttention, OneHeadEqualsSingleHeadThenWo) {
   }
 }
 
-TEST(MultiHeadAttention, PermutingHeadsLeavesTheOutputUnchanged) {
-  const std::size_t d = 24, H = 4, d_head = d / H;
-  MultiHeadAttention mha(d, H, 21);
-  const std::array<std::size_t, H> order = {2, 0, 3, 1};  // new head h is old head order[h]
-  Tensor2 w_q(mha.w_q().shape()), w_k(w_q.shape()), w_v(w_q.shape()), w_o(w_q.shape());
-  for (std::size_t h = 0; h < H; ++h) {
-    auto to = xt::range(h * d_head, (h + 1) * d_head);
-    auto from = xt::range(order[h] * d_head, (order[h] + 1) * d_head);
-    xt::view(w_q, xt::all(), to) = xt::view(mha.w_q(), xt::all(), from);
-    xt::view(w_k, xt::all(), to) = xt::view(mha.w_k(), xt::all(), from);
-    xt::view(w_v, xt::all(), to) = xt::view(mha.w_v(), xt::all(), from);
-    xt::view(w_o, to, xt::all()) = xt::view(mha.w_o(), from, xt::all());
-  }
-  MultiHeadAttention permuted(w_q, w_k, w_v, w_o, H);
-  const Tensor3 x = random_tokens(2, 6, d, 22);
-  EXPECT_TRUE(all_close(permuted.forward(x), mha.forward(x), kTolerance));
-  for (std::size_t h = 0; h < H; ++h)
-    EXPECT_TRUE(all_close(xt::view(permuted.attention_weights(), xt::all(), h),
-                          xt::view(mha.attention_weights(), xt::all(), order[h]), kTolerance));
+TEST(MultiHeadAttention, MaskedKeysGetZeroWeightInEveryHead) {
+  MultiHeadAttention mha(16, 4, 13);
+  const Tensor3 x = random_tokens(2, 5, 16, 14);
+  Tensor2 mask = xt::zeros<float>({5, 5});
+  const std::array<std::array<std::size_t, 2>, 3> masked = {{{0, 4}, {2, 1}, {4, 0}}};
+  for (const auto& [query, key] : masked) mask(query, key) = kMaskedScore;
+  mha.forward(x, mask);
+  // exp(-1e9 + O(10) - max) underflows to exactly 0 in float32, as in lab 00.
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t h = 0; h < 4; ++h)
+      for (const auto& [query, key] : masked)
+        EXPECT_EQ(mha.attention_weights()(b, h, query, key), 0.0f)
+            << "b " << b << ", head " << h << ", query " << query << ", key " << key;
+  const Tensor3 row_sums = xt::sum(mha.attention_weights(), {3});
+  EXPECT_TRUE(all_close(row_sums, xt::ones<float>({2, 4, 5}), kTolerance));
 }
 
 TEST(SplitHeads, PutsColumnBlockHIntoHeadH) {
@@ -141,6 +137,10 @@ TEST(MultiHeadAttention, MatchesTorchWithHeadWidthOne) {
 TEST(MultiHeadAttention, RejectsHeadsThatDoNotDivideDModel) {
   EXPECT_TRUE(throws_invalid_argument([] { MultiHeadAttention(64, 5, 0); }, {"64", "5"}));
   EXPECT_TRUE(throws_invalid_argument([] { MultiHeadAttention(64, 0, 0); }, {"n_heads"}));
+  // The constructor from weights checks too, rather than leaving it to forward's split_heads.
+  const Tensor2 w = xt::zeros<float>({8, 8});
+  EXPECT_TRUE(throws_invalid_argument([&] { MultiHeadAttention(w, w, w, w, 3); }, {"8", "3"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { MultiHeadAttention(w, w, w, w, 0); }, {"n_heads"}));
 }
 
 TEST(SplitHeads, RejectsHeadsThatDoNotDivideDModel) {

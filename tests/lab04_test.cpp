@@ -244,7 +244,7 @@ TEST(MhaBlock, RejectsWeightsOfTheWrongShape) {
   const Tensor2 square = xt::zeros<float>({16, 16}), narrow = xt::zeros<float>({16, 8});
   EXPECT_TRUE(throws_invalid_argument(
       [&] { mha_block(x, square, square, narrow, square, 4, Norm::pre_ln); },
-      {"w_v", "(16, 8)", "(2, 5, 16)"}));
+      {"mha_block", "w_v", "(16, 8)", "(2, 5, 16)"}));
   const Tensor2 small = xt::zeros<float>({8, 8});
   EXPECT_TRUE(
       throws_invalid_argument([&] { mha_block(x, small, small, small, small, 4, Norm::post_ln); },
@@ -256,7 +256,7 @@ TEST(MhaBlock, RejectsAMaskOfTheWrongShapeAndHeadsThatDoNotDivideDModel) {
   const Tensor2 square = xt::zeros<float>({16, 16}), mask = xt::zeros<float>({5, 4});
   EXPECT_TRUE(throws_invalid_argument(
       [&] { mha_block(x, square, square, square, square, 4, Norm::pre_ln, mask); },
-      {"(5, 4)", "(2, 5, 16)"}));
+      {"mha_block", "(5, 4)", "(2, 5, 16)"}));
   EXPECT_TRUE(throws_invalid_argument(
       [&] { mha_block(x, square, square, square, square, 5, Norm::pre_ln); }, {"16", "5"}));
 }

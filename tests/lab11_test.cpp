@@ -406,6 +406,8 @@ TEST(RopeAngles, InFp32AreLab05sAnglesAndInBf16PositionsAbove256Merge) {
   EXPECT_EQ(bf16(4, 0), 256.0f) << "position 257 is a tie between 256 and 258 in bf16: even";
   EXPECT_EQ(bf16(6, 0), 260.0f) << "259 is a tie between 258 and 260";
   EXPECT_EQ(bf16(7, 0), bf16(8, 0)) << "positions 4096 and 4097 get the same angle";
+  EXPECT_EQ(bf16(4, 1), 25.625f) << "the position is rounded before the product: 256 · bf16(0.1), "
+                                    "not 257 · bf16(0.1) = 25.725, which rounds to 25.75";
   EXPECT_THROW(rope_angles_in(positions, 7, 10000.0f, Precision::fp32), std::invalid_argument);
   EXPECT_THROW(rope_angles_in(positions, 8, 0.0f, Precision::fp32), std::invalid_argument);
 }

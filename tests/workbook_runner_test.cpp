@@ -89,9 +89,13 @@ TEST(LabRegistry, ListsEveryLabInOrderWithItsPaths) {
 
 TEST(LabRegistry, ReferenceFilesMirrorTheLearnerFiles) {
   EXPECT_EQ(real_lab("01").learner_files,
-            std::vector<std::string>{"src/minimodel/attention/attention.cpp"});
+            (std::vector<std::string>{"src/minimodel/attention/attention.cpp",
+                                      "src/minimodel/attention/head_permutation_test.cpp"}));
   EXPECT_EQ(real_lab("01").reference_files,
-            std::vector<std::string>{"solutions/minimodel/attention/attention.cpp"});
+            (std::vector<std::string>{"solutions/minimodel/attention/attention.cpp",
+                                      "solutions/minimodel/attention/head_permutation_test.cpp"}));
+  EXPECT_TRUE(workbook::is_learner_test(real_lab("01").learner_files[1]));
+  EXPECT_FALSE(workbook::is_learner_test(real_lab("01").learner_files[0]));
   EXPECT_EQ(real_lab("02").prerequisites, (std::vector<std::string>{"00", "01"}));
 }
 
@@ -199,6 +203,7 @@ TEST_F(DevCheckFiles, ANewRegistryEntryListsExactlyTheFilesTheLabLacks) {
                 "lab 97 lacks verify/lab97_verify.cpp (its verify program)",
                 "lab 97 lacks solutions/97-throwaway.md (its reference write-up)",
                 "lab 97 lacks experiments/97-throwaway/README.md (its write-up template)",
+                "lab 97 lacks labs/mutants/97-throwaway.json (its mutants)",
                 "lab 97 lacks src/minimodel/throwaway.cpp (a learner stub)",
                 "lab 97 lacks solutions/minimodel/throwaway.cpp (a reference file)",
             }))
@@ -222,14 +227,44 @@ TEST_F(DevCheckFiles, TheLabTextMustAgreeWithTheRegistry) {
        {"labs/01-multi-head-attention.md: the first line is not \"# Lab 01 — Many heads\"",
         "\"## Estimated time\" does not start with the registry's \"3 days\"",
         "its \"### Block\" headings are Block A — the two constructors, Block B",
-        "\"## Files you edit\" names src/minimodel/attention/attention.cpp but the registry's "
-        "learner files are "
-        "src/minimodel/attention/attention.cpp, src/minimodel/attention/extra.cpp",
+        "\"## Files you edit\" names src/minimodel/attention/attention.cpp, "
+        "src/minimodel/attention/head_permutation_test.cpp but the registry's learner files are "
+        "src/minimodel/attention/attention.cpp, src/minimodel/attention/extra.cpp, "
+        "src/minimodel/attention/head_permutation_test.cpp",
         "README.md's lab map row of lab 01 is not what the registry says",
         "labs/03-fused-qkv.md: says 16 GoogleTests but the registry lists 17 tests",
         "labs/03-fused-qkv.md: says \"out of 18\" but `ctest --preset learner -L lab03` runs 19",
         "lab 02: the registry lists CausalMask.DoesNotExist, which tests/lab02_test.cpp does not "
         "define"})
+    EXPECT_NE(check.out.find(expected), std::string::npos) << expected << "\n" << check.out;
+}
+
+TEST_F(DevCheckFiles, EachMutantMustApplyAndEachLabMustShowHowToBreakIt) {
+  const fs::path catalogue = repo_ / "labs/mutants/00-attention-by-hand.json";
+  auto mutants = nlohmann::ordered_json::parse(read(catalogue));
+  const std::string first = mutants["mutants"][0]["name"];
+  mutants["mutants"][0]["replace"] = "text the reference does not hold";
+  mutants["mutants"][1]["block"] = "Z";
+  while (mutants["mutants"].size() > 4) mutants["mutants"].erase(2);
+  write(catalogue, mutants.dump(2) + "\n");
+  std::string text = read(repo_ / "labs/02-causal-mask.md");
+  const auto at = text.find("workbook break 02 ");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 18, "workbook break 02 no-such-mutant ");
+  write(repo_ / "labs/02-causal-mask.md", text);
+  const Outcome check = dev_check();
+  EXPECT_EQ(check.status, 1) << check.out;
+  for (const std::string& expected :
+       {"labs/mutants/00-attention-by-hand.json: " + first +
+            "'s change (\"text the reference does "
+            "not hold\") occurs 0 times in solutions/minimodel/attention/scaled_dot_product.cpp, "
+            "not "
+            "once",
+        std::string("'s block Z is not a block of the lab"),
+        std::string("labs/mutants/00-attention-by-hand.json: has 4 mutants that a test must catch; "
+                    "every lab needs at least 5"),
+        std::string("labs/02-causal-mask.md: `workbook break 02 no-such-mutant` names no mutant of "
+                    "lab 02")})
     EXPECT_NE(check.out.find(expected), std::string::npos) << expected << "\n" << check.out;
 }
 

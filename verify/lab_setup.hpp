@@ -49,15 +49,15 @@ nlohmann::json toy_config(const nlohmann::json& extra = nlohmann::json::object()
 /// each verify program is only its seed, its settings and its checks. The experiment folder comes
 /// from the registry (CMake defines MINIMODEL_EXPERIMENT_DIR, relative to the source tree, for each
 /// lab's program): a learner's
-/// artifacts go there, the reference's into its reference/ subfolder, so a reference run never
-/// overwrites a learner's file. Inline, because the implementation's name comes from the code the
-/// program links, not from this library.
+/// artifacts go there, the reference's into its reference/ subfolder (a mutant's into mutant/,
+/// though `workbook break` passes --out), so no other run ever overwrites a learner's file. Inline,
+/// because the implementation's name comes from the code the program links, not from this library.
 inline int run(int argc, char** argv, std::uint64_t seed, const nlohmann::json& config,
                const std::function<void(workbench::VerifyRun&)>& body) {
   const std::filesystem::path experiment = workbench::source_dir() / MINIMODEL_EXPERIMENT_DIR;
   const std::string impl = minimodel::implementation_name();
   return workbench::run_verify(argc, argv, {experiment.filename().string(), seed, config}, impl,
-                               impl == "reference" ? experiment / "reference" : experiment, body);
+                               impl == "learner" ? experiment : experiment / impl, body);
 }
 
 #endif

@@ -9,12 +9,18 @@
 //   stubs/tests  the stubs' TODO blocks are the registry's blocks; every test of the lab's
 //                tests belongs to exactly one of its blocks
 //   README       its lab map is the table the registry makes (--write-lab-map writes it)
-//   commands     every `ctest --preset NAME` in the prose names a test preset that exists
+//   commands     every `ctest --preset NAME` in the prose names a test preset that exists, every
+//                `workbook break NN NAME` a mutant
+//   mutants      each lab's catalogue (labs/mutants/) has at least five, each change applies to
+//                the reference; the lab text has "Break it", the write-up template a question on
+//                what surprised the learner
 // Then, unless --files-only, it builds every lab and reuses ctest for what ctest checks: the
 // pristine stubs (label "stubs"), the reference tests, verify programs and artifacts (label
 // "reference"), read from ctest's JUnit report (unless --tests-just-ran: .ci/run has just run
 // those labels with `ctest --preset test`); and it lists what each `ctest --preset …` quoted in a
-// lab text runs, which must be tests of the lab it names. It never deletes or writes a file
+// lab text runs, which must be tests of the lab it names. Last, it builds every mutant and runs
+// the lab's tests on it: a mutant no test catches (a survivor) is a defect, and so is one marked
+// equivalent that a test catches; it prints the mutation table. It never deletes or writes a file
 // in the sources (except README.md's lab map, when asked to write it).
 #include <algorithm>
 #include <iostream>
@@ -26,6 +32,8 @@
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 
+#include "runner/learner_tests.hpp"
+#include "runner/report.hpp"
 #include "runner/verbs.hpp"
 #include "util/files.hpp"
 #include "util/process.hpp"
@@ -37,8 +45,11 @@ namespace workbook {
 namespace {
 
 const std::vector<std::string> kRequiredSections = {
-    "Goal",        "Estimated time",  "Prereq", "Files you edit", "What you produce",
-    "TODO blocks", "Stop conditions", "Hints"};
+    "Goal",        "Estimated time",  "Prereq",   "Files you edit", "What you produce",
+    "TODO blocks", "Stop conditions", "Break it", "Hints"};
+
+// Each lab's catalogue holds at least this many mutants that a test must catch.
+constexpr std::size_t kMinMutants = 5;
 
 using Defects = std::vector<std::string>;
 
@@ -86,7 +97,8 @@ bool check_files(const Context& ctx, const Lab& lab, Defects& defects) {
       {lab.tests, "its tests"},
       {lab.verify, "its verify program"},
       {lab.write_up, "its reference write-up"},
-      {lab.experiment + "/README.md", "its write-up template"}};
+      {lab.experiment + "/README.md", "its write-up template"},
+      {lab.mutants, "its mutants"}};
   for (const std::string& file : lab.learner_files) files.emplace_back(file, "a learner stub");
   for (const std::string& file : lab.reference_files) files.emplace_back(file, "a reference file");
   bool all = true;
@@ -202,8 +214,12 @@ void check_stubs_and_tests(const Context& ctx, const Lab& lab, Defects& defects)
                       joined(sorted(registered_blocks)));
 
   if (!fs::exists(ctx.ws.repo / lab.tests)) return;
-  const std::set<std::string> defined =
-      tests_defined_in(workbench::read_file(ctx.ws.repo / lab.tests));
+  std::set<std::string> defined = tests_defined_in(workbench::read_file(ctx.ws.repo / lab.tests));
+  for (const std::string& file :
+       lab.reference_files)  // the reference twins of tests learners write
+    if (is_learner_test(file) && fs::exists(ctx.ws.repo / file))
+      for (const std::string& test : tests_defined_in(workbench::read_file(ctx.ws.repo / file)))
+        defined.insert(test);
   std::map<std::string, int> listed;
   for (const Block& block : lab.blocks)
     for (const std::string& test : block.tests) ++listed[test];
@@ -217,6 +233,126 @@ void check_stubs_and_tests(const Context& ctx, const Lab& lab, Defects& defects)
                         lab.tests + " does not define");
     if (count > 1)
       defects.push_back("lab " + lab.number + ": the registry lists " + test + " in two blocks");
+  }
+}
+
+// The lab's mutants: enough of them, each in a block of the lab and each change found exactly once
+// in the lab's reference files (else CMake makes no programs for it); the lab text's "Break it"
+// shows the command, every `workbook break NN NAME` in the prose names a mutant, and the write-up
+// template asks what surprised the learner. Returns the mutants, if the catalogue is readable.
+std::vector<Mutant> check_mutants(const Context& ctx, const Lab& lab, Defects& defects) {
+  std::vector<Mutant> mutants;
+  try {
+    mutants = load_mutants(ctx.ws.repo, lab);
+  } catch (const std::runtime_error& e) {
+    defects.push_back(e.what());
+    return {};
+  }
+  if (!fs::exists(ctx.ws.repo / lab.mutants)) return {};  // check_files names it
+  const std::string where = lab.mutants + ": ";
+  const auto real = std::count_if(mutants.begin(), mutants.end(),
+                                  [](const Mutant& m) { return m.equivalent.empty(); });
+  if (static_cast<std::size_t>(real) < kMinMutants)
+    defects.push_back(where + "has " + std::to_string(real) +
+                      " mutants that a test must catch; every lab needs at least " +
+                      std::to_string(kMinMutants));
+  std::vector<std::string> references;
+  for (const std::string& file : lab.reference_files)
+    if (fs::exists(ctx.ws.repo / file))
+      references.push_back(workbench::read_file(ctx.ws.repo / file));
+  for (const Mutant& mutant : mutants) {
+    if (std::none_of(lab.blocks.begin(), lab.blocks.end(),
+                     [&](const Block& b) { return b.id == mutant.block; }))
+      defects.push_back(where + mutant.name + "'s block " + mutant.block +
+                        " is not a block of the lab");
+    std::size_t found = 0;
+    for (const std::string& text : references)
+      for (auto at = text.find(mutant.replace); at != std::string::npos;
+           at = text.find(mutant.replace, at + 1))
+        ++found;
+    if (found != 1)
+      defects.push_back(where + mutant.name + "'s change (\"" +
+                        workbench::trim(mutant.replace.substr(0, 60)) + "\") occurs " +
+                        std::to_string(found) + " times in " + joined(lab.reference_files) +
+                        ", not once");
+  }
+  if (fs::exists(ctx.ws.repo / lab.text)) {
+    const auto sections = sections_of(workbench::read_file(ctx.ws.repo / lab.text));
+    if (const auto it = sections.find("Break it");
+        it != sections.end() &&
+        it->second.find("workbook break " + lab.number) == std::string::npos)
+      defects.push_back(lab.text + ": \"## Break it\" does not show `workbook break " + lab.number +
+                        "`");
+  }
+  const std::string template_file = lab.experiment + "/README.md";
+  if (fs::exists(ctx.ws.repo / template_file) &&
+      workbench::read_file(ctx.ws.repo / template_file).find("surprise") == std::string::npos)
+    defects.push_back(template_file +
+                      ": no question asks what surprised you when you broke the lab");
+  return mutants;
+}
+
+// `workbook break NN NAME` quoted anywhere in the prose names a mutant of lab NN.
+void check_break_commands(const Context& ctx,
+                          const std::map<std::string, std::vector<Mutant>>& catalogues,
+                          Defects& defects) {
+  std::vector<std::string> prose = {"README.md"};
+  for (const Lab& lab : ctx.labs)
+    for (const std::string& file : {lab.text, lab.write_up, lab.experiment + "/README.md"})
+      prose.push_back(file);
+  static const std::regex command(R"(workbook break (\d\d) ([a-z0-9-]+))");
+  for (const std::string& file : prose) {
+    if (!fs::exists(ctx.ws.repo / file)) continue;
+    const std::string text = workbench::read_file(ctx.ws.repo / file);
+    for (std::sregex_iterator it(text.begin(), text.end(), command), end; it != end; ++it) {
+      const auto catalogue = catalogues.find((*it)[1]);
+      const std::string name = (*it)[2];
+      if (catalogue == catalogues.end() ||
+          std::none_of(catalogue->second.begin(), catalogue->second.end(),
+                       [&](const Mutant& m) { return m.name == name; }))
+        defects.push_back(file + ": `" + it->str() + "` names no mutant of lab " + (*it)[1].str());
+    }
+  }
+}
+
+// Every mutant's test program runs (the target `mutants` built them): a mutant no test catches
+// is a survivor, a hole in the lab's tests; one marked equivalent must indeed pass every test.
+// Prints the mutation table, one row per lab.
+void run_mutants(const Context& ctx, const std::vector<const Lab*>& labs,
+                 const std::map<std::string, std::vector<Mutant>>& catalogues, Defects& defects) {
+  std::cout << "lab  mutants  caught  equivalent  survived\n";  // the mutation table
+  for (const Lab* lab : labs) {
+    const auto catalogue = catalogues.find(lab->number);
+    if (catalogue == catalogues.end()) continue;
+    int caught = 0, equivalent = 0, survived = 0;
+    for (const Mutant& mutant : catalogue->second) {
+      const std::string program = lab->mutant_target("test", mutant);
+      if (!fs::exists(ctx.ws.bin(program))) {
+        defects.push_back("lab " + lab->number + ": mutant " + mutant.name +
+                          " has no test program " + program + " (reconfigure the build)");
+        continue;
+      }
+      const LabResult result = run_built_tests(ctx.ws, *lab, program, "", /*fail_fast=*/true);
+      const bool killed = !result.failures.empty() || !result.problem.empty();
+      if (!mutant.equivalent.empty()) {
+        ++equivalent;
+        if (killed)
+          defects.push_back(
+              "lab " + lab->number + ": mutant " + mutant.name + " is marked equivalent (" +
+              mutant.equivalent + ") but " +
+              (result.failures.empty() ? result.problem : result.failures[0].test + " fails"));
+      } else if (killed) {
+        ++caught;
+      } else {
+        ++survived;
+        defects.push_back("lab " + lab->number + ": mutant " + mutant.name +
+                          " survives: no test catches \"" + mutant.bug + "\" (all " +
+                          std::to_string(result.total) + " pass)");
+      }
+    }
+    std::cout << pad(lab->number, 5) << pad(std::to_string(catalogue->second.size()), 9)
+              << pad(std::to_string(caught), 8) << pad(std::to_string(equivalent), 12) << survived
+              << '\n';
   }
 }
 
@@ -487,10 +623,12 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
     for (const Block& block : lab.blocks) all_tests.insert(block.tests.begin(), block.tests.end());
 
   std::vector<const Lab*> complete;  // labs with every file, which the build then checks
+  std::map<std::string, std::vector<Mutant>> catalogues;
   for (const Lab& lab : ctx.labs) {
     const bool has_all = check_files(ctx, lab, defects);
     check_text(ctx, lab, all_tests, defects);
     check_stubs_and_tests(ctx, lab, defects);
+    catalogues[lab.number] = check_mutants(ctx, lab, defects);
     const bool asked = options.only_labs.empty() ||
                        std::find(options.only_labs.begin(), options.only_labs.end(), lab.number) !=
                            options.only_labs.end();
@@ -499,6 +637,7 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
   check_unregistered(ctx, defects);
   check_readme(ctx, defects);
   check_preset_commands(ctx, defects);
+  check_break_commands(ctx, catalogues, defects);
 
   if (!options.files_only && !complete.empty()) {
     const std::set<std::string> known = ctest_test_names(ctx);
@@ -533,6 +672,23 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
           ctest_defects(ctx, "reference", regex, defects);
         }
         for (const Lab* lab : complete) check_quoted_commands(ctx, *lab, defects);
+        // All of them through the one target that gathers them, as above; with --lab, by lab.
+        std::vector<std::string> mutant_targets;
+        if (options.skip_mutants) catalogues.clear();
+        for (const Lab* lab : complete)
+          if (!catalogues[lab->number].empty())
+            mutant_targets.push_back("lab" + lab->number + "-mutants");
+        if (options.only_labs.empty() && !mutant_targets.empty()) mutant_targets = {"mutants"};
+        if (!mutant_targets.empty())
+          std::cout << "building and running every mutant…\n" << std::flush;
+        const BuildResult mutants_built = mutant_targets.empty()
+                                              ? BuildResult{true, "", {}}
+                                              : build_targets(ctx.ws, mutant_targets);
+        if (!mutants_built.ok)
+          defects.push_back("a mutant does not build: " + mutants_built.first_error +
+                            "\n  (full output: " + ctx.ws.relative(mutants_built.log) + ")");
+        else if (!mutant_targets.empty())
+          run_mutants(ctx, complete, catalogues, defects);
       }
     }
   }

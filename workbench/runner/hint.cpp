@@ -1,7 +1,5 @@
 // `workbook hint NN [--restart]`: the next "### Hint N" of a lab's text, one more per call. The
-// counters are the only state the command keeps, in BUILD/workbook-state.json:
-//   {"hints_shown": {"00": 2}}
-// It lives in the build tree, never in the learner's sources; deleting it only resets the hints.
+// counters are kept in the verbs' state (load_state): {"hints_shown": {"00": 2}}.
 #include <algorithm>
 #include <iostream>
 
@@ -11,21 +9,7 @@
 #include "runner/verbs.hpp"
 #include "util/files.hpp"
 
-namespace fs = std::filesystem;
-
 namespace workbook {
-namespace {
-
-fs::path state_path(const Context& ctx) { return ctx.ws.build / "workbook-state.json"; }
-
-nlohmann::json load_state(const Context& ctx) {
-  if (!fs::exists(state_path(ctx))) return nlohmann::json::object();
-  // A damaged state only loses hint counters.
-  const auto state = nlohmann::json::parse(workbench::read_file(state_path(ctx)), nullptr, false);
-  return state.is_object() ? state : nlohmann::json::object();
-}
-
-}  // namespace
 
 int show_hint(const Context& ctx, const std::string& number, bool restart) {
   const Lab& lab = ctx.require_lab(number);
@@ -34,7 +18,7 @@ int show_hint(const Context& ctx, const std::string& number, bool restart) {
     std::cout << "lab " << lab.number << " has no hints; reread " << lab.text << '\n';
     return kSuccess;
   }
-  nlohmann::json state = load_state(ctx);
+  nlohmann::json state = load_state(ctx.ws);
   if (!state["hints_shown"].is_object()) state["hints_shown"] = nlohmann::json::object();
   const nlohmann::json& counter = state["hints_shown"][lab.number];
   const int shown = restart || !counter.is_number_integer() ? 0 : counter.get<int>();
@@ -49,7 +33,7 @@ int show_hint(const Context& ctx, const std::string& number, bool restart) {
     std::cout << "that is the last hint; `workbook hint " << lab.number
               << " --restart` starts over.\n";
   state["hints_shown"][lab.number] = next;
-  workbench::write_file_atomically(state_path(ctx), state.dump(2) + "\n");
+  save_state(ctx.ws, state);
   return kSuccess;
 }
 

@@ -96,19 +96,20 @@ void order_by_block(const Lab& lab, std::vector<TestFailure>& failures) {
       [&](const TestFailure& a, const TestFailure& b) { return rank(a.test) < rank(b.test); });
 }
 
-// Runs the built bin/test-labNN-learner (only the tests `gtest_filter` names, if not empty) and
-// reads its JSON report.
-LabResult test_lab(const Workspace& ws, const Lab& lab, const std::string& gtest_filter) {
+}  // namespace
+
+LabResult run_built_tests(const Workspace& ws, const Lab& lab, const std::string& target,
+                          const std::string& gtest_filter, bool fail_fast) {
   LabResult result;
   result.build.ok = true;
-  const std::string target = lab.target("test", "learner");
-  const fs::path report = ws.build / "workbook" / ("lab" + lab.number + "-learner.json");
+  const fs::path report = ws.build / "workbook" / (target + ".json");
   fs::create_directories(report.parent_path());
   fs::remove(report);
   workbench::CaptureOptions options;
   options.time_limit = kTestTimeLimit;
   std::vector<std::string> args = {"--gtest_output=json:" + report.string()};
   if (!gtest_filter.empty()) args.push_back("--gtest_filter=" + gtest_filter);
+  if (fail_fast) args.push_back("--gtest_fail_fast");
   const workbench::CapturedRun run =
       workbench::run_captured(ws.bin(target).string(), args, options);
   static const std::regex running(R"(\[ RUN      \] (\S+))");
@@ -179,8 +180,6 @@ LabResult test_lab(const Workspace& ws, const Lab& lab, const std::string& gtest
   return result;
 }
 
-}  // namespace
-
 std::string status_name(LabStatus status) {
   switch (status) {
     case LabStatus::done:
@@ -202,7 +201,7 @@ LabResult run_learner_tests(const Workspace& ws, const Lab& lab, const std::stri
     result.build = build;
     return result;
   }
-  return test_lab(ws, lab, gtest_filter);
+  return run_built_tests(ws, lab, lab.target("test", "learner"), gtest_filter);
 }
 
 std::vector<LabResult> run_all(const Workspace& ws, const std::vector<Lab>& labs) {
@@ -213,7 +212,8 @@ std::vector<LabResult> run_all(const Workspace& ws, const std::vector<Lab>& labs
   std::vector<LabResult> results;
   for (const Lab& lab : labs) {
     const bool built = all_built && fs::exists(ws.bin(lab.target("test", "learner")));
-    results.push_back(built ? test_lab(ws, lab, "") : run_learner_tests(ws, lab, ""));
+    results.push_back(built ? run_built_tests(ws, lab, lab.target("test", "learner"))
+                            : run_learner_tests(ws, lab));
   }
   return results;
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Running a lab's learner tests: bin/test-labNN-learner with --gtest_output=json, time-limited,
-// whose report gives passed/total and each failure's message.
+// Running a lab's tests: bin/test-labNN-learner (or a mutant's test program) with
+// --gtest_output=json, time-limited, whose report gives passed/total and each failure's message.
 #include <chrono>
 #include <string>
 #include <vector>
@@ -38,6 +38,12 @@ struct LabResult {
 /// as build_targets does.
 LabResult run_learner_tests(const Workspace& ws, const Lab& lab,
                             const std::string& gtest_filter = "");
+
+/// Runs the already built test program `target` of lab `lab` (bin/test-labNN-learner, or a
+/// mutant's): the tests `gtest_filter` names, or all, each failure ordered by block; with
+/// `fail_fast`, only until the first failure.
+LabResult run_built_tests(const Workspace& ws, const Lab& lab, const std::string& target,
+                          const std::string& gtest_filter = "", bool fail_fast = false);
 
 /// Builds every lab's learner tests and verify program (the target learner; if that fails, one
 /// build per lab, so that a compile error in one lab leaves the others' results intact), then runs

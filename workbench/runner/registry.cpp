@@ -56,6 +56,7 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
   lab.experiment = expand(layout.at("experiment"), lab);
   lab.tests = expand(layout.at("tests"), lab);
   lab.verify = expand(layout.at("verify"), lab);
+  lab.mutants = expand(layout.at("mutants"), lab);
   return lab;
 }
 
@@ -94,6 +95,34 @@ std::vector<Lab> load_registry(const fs::path& repo) {
   std::sort(labs.begin(), labs.end(),
             [](const Lab& a, const Lab& b) { return a.number < b.number; });
   return labs;
+}
+
+std::vector<Mutant> load_mutants(const fs::path& repo, const Lab& lab) {
+  const fs::path path = repo / lab.mutants;
+  if (!fs::exists(path)) return {};
+  std::vector<Mutant> mutants;
+  try {
+    const nlohmann::json catalogue = nlohmann::json::parse(workbench::read_file(path));
+    static const std::regex name("[a-z0-9]+(-[a-z0-9]+)*");
+    std::set<std::string> names;
+    for (const auto& entry : catalogue.at("mutants")) {
+      Mutant mutant{entry.at("name"),    entry.at("block"), entry.at("bug"),
+                    entry.at("replace"), entry.at("with"),  entry.value("equivalent", "")};
+      if (!std::regex_match(mutant.name, name))
+        throw std::runtime_error("mutant \"" + mutant.name +
+                                 "\": its name is not lower-case words joined by '-'");
+      if (!names.insert(mutant.name).second)
+        throw std::runtime_error("mutant " + mutant.name + " is listed twice");
+      if (mutant.replace.empty() || mutant.replace == mutant.with)
+        throw std::runtime_error("mutant " + mutant.name + " changes nothing");
+      mutants.push_back(std::move(mutant));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path.string() + ": " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path.string() + ": " + e.what());
+  }
+  return mutants;
 }
 
 std::vector<std::string> hints_in(const std::string& lab_text) {

@@ -17,6 +17,17 @@ struct Block {
   std::vector<std::string> tests;  ///< "Softmax.EveryRowSumsToOne", …: the tests of this block
 };
 
+/// A realistic bug in a lab's code: the reference with one change, from the lab's catalogue
+/// (labs/mutants/NN-slug.json). CMake builds it as bin/test-labNN-mutant-NAME (cmake/labs.cmake).
+struct Mutant {
+  std::string name;        ///< "reshape-straight-to-heads"
+  std::string block;       ///< "B": the block whose code it changes
+  std::string bug;         ///< one line: what was done wrong, not what it causes
+  std::string replace;     ///< text that occurs exactly once in the lab's reference files…
+  std::string with;        ///< …and what it becomes
+  std::string equivalent;  ///< why no test can tell it from the reference; empty for a real bug
+};
+
 struct Lab {
   std::string number;                        ///< "00"
   std::string slug;                          ///< "attention-by-hand"
@@ -35,9 +46,14 @@ struct Lab {
   std::string experiment;  ///< "experiments/00-attention-by-hand"
   std::string tests;       ///< "tests/lab00_test.cpp"
   std::string verify;      ///< "verify/lab00_verify.cpp"
+  std::string mutants;     ///< "labs/mutants/00-attention-by-hand.json"
 
   std::string target(const std::string& kind, const std::string& impl) const {
     return kind + "-lab" + number + "-" + impl;  ///< "test-lab00-learner", "verify-lab01-reference"
+  }
+  /// "test-lab01-mutant-reshape-straight-to-heads"
+  std::string mutant_target(const std::string& kind, const Mutant& mutant) const {
+    return kind + "-lab" + number + "-mutant-" + mutant.name;
   }
   /// The target that builds the learner's test and verify programs: "lab00-learner".
   std::string learner_target() const { return "lab" + number + "-learner"; }
@@ -46,9 +62,21 @@ struct Lab {
   std::string block_for(const std::string& test, const std::string& message) const;
 };
 
+/// A learner file that is a test the learner writes (it goes into the lab's test program):
+/// "src/minimodel/attention/head_permutation_test.cpp".
+inline bool is_learner_test(const std::string& file) {
+  const std::string suffix = "_test.cpp";
+  return file.size() >= suffix.size() &&
+         file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 /// The registry's labs, in order. @throws std::runtime_error naming the file and the field if
 /// labs/labs.json is missing or malformed (a number that is not two digits, a duplicate, …).
 std::vector<Lab> load_registry(const std::filesystem::path& repo);
+
+/// Lab `lab`'s mutants, in the catalogue's order; none if it has no catalogue yet. @throws
+/// std::runtime_error naming the file and the mutant if the catalogue is malformed.
+std::vector<Mutant> load_mutants(const std::filesystem::path& repo, const Lab& lab);
 
 /// The "### Hint N" sections under "## Hints" of a lab text, in order.
 std::vector<std::string> hints_in(const std::string& lab_text);

@@ -23,6 +23,8 @@ int check_lab(const Context& ctx, const std::optional<std::string>& number,
 int verify_lab(const Context& ctx, const std::string& number, const std::string& impl);
 int diff_lab(const Context& ctx, const std::string& number);
 int show_hint(const Context& ctx, const std::string& number, bool restart);
+/// `break NN [NAME]`: list lab NN's mutants, or predict, build and run one (break.cpp).
+int break_lab(const Context& ctx, const std::string& number, const std::string& name, bool predict);
 int show_solution(const Context& ctx, const std::string& number, bool force);
 int reset_lab(const Context& ctx, const std::string& number, bool yes);
 int grade(const Context& ctx, bool json);
@@ -42,6 +44,7 @@ struct DevCheckOptions {
   bool files_only = false;             ///< check the registry against the files; no build
   bool tests_just_ran = false;  ///< build and check quoted commands, but run no ctest label again
   bool write_lab_map = false;   ///< first write README.md's lab map from the registry
+  bool skip_mutants = false;    ///< do not build and run the mutants (about 8 minutes on 2 cores)
 };
 int dev_check(const Context& ctx, const DevCheckOptions& options);  // dev_check.cpp
 

@@ -170,6 +170,19 @@ int main(int argc, char** argv) {
   hint_cmd->add_option("NN", lab, "Lab number")->required();
   hint_cmd->add_flag("--restart", restart, "Start again from hint 1");
 
+  std::string mutant;
+  bool no_predict = false;
+  CLI::App* break_cmd = app.add_subcommand(
+      "break",
+      "Break lab NN on purpose: with no NAME, list its mutants (realistic bugs, each the reference "
+      "with one change, from labs/mutants/). With NAME, say first which tests will fail and "
+      "whether the verify program will notice; then the reference with that bug is built in "
+      "BUILD/mutants/, its tests and verify program run, and what failed is shown beside your "
+      "prediction. Your files are never touched; predictions live in BUILD/workbook-state.json.");
+  break_cmd->add_option("NN", lab, "Lab number")->required();
+  break_cmd->add_option("NAME", mutant, "A mutant of the lab (see `workbook break NN`)");
+  break_cmd->add_flag("--no-predict", no_predict, "Do not ask for a prediction (for scripts)");
+
   bool force = false;
   CLI::App* solution_cmd = app.add_subcommand(
       "solution", "Show lab NN's reference write-up and code, once your tests of that lab pass.");
@@ -237,7 +250,8 @@ int main(int argc, char** argv) {
       "write-ups "
       "and README lab map, named one per line), then build every lab and fail if a pristine stub "
       "passes "
-      "or crashes, a reference test fails or a verify artifact is missing or invalid.");
+      "or crashes, a reference test fails or a verify artifact is missing or invalid; last, build "
+      "every mutant of labs/mutants/ and fail if no test catches one.");
   dev_check_cmd->add_option("--lab", dev_check_options.only_labs,
                             "Build and run the tests of these labs only (default: all)");
   dev_check_cmd->add_flag("--files-only", dev_check_options.files_only,
@@ -247,6 +261,9 @@ int main(int argc, char** argv) {
                           "(`ctest --preset test`, as .ci/run runs it): do not run them again");
   dev_check_cmd->add_flag("--write-lab-map", dev_check_options.write_lab_map,
                           "First write README.md's lab map from labs/labs.json");
+  dev_check_cmd->add_flag("--skip-mutants", dev_check_options.skip_mutants,
+                          "Check the catalogues of labs/mutants/ but do not build and run the "
+                          "mutants (about 100 compiles: 8 minutes on 2 cores)");
 
   try {
     app.parse(argc, argv);
@@ -265,6 +282,7 @@ int main(int argc, char** argv) {
     if (*verify_cmd) return workbook::verify_lab(ctx, lab, verify_impl);
     if (*diff_cmd) return workbook::diff_lab(ctx, lab);
     if (*hint_cmd) return workbook::show_hint(ctx, lab, restart);
+    if (*break_cmd) return workbook::break_lab(ctx, lab, mutant, !no_predict);
     if (*solution_cmd) return workbook::show_solution(ctx, lab, force);
     if (*reset_cmd) return workbook::reset_lab(ctx, lab, yes);
     if (*watch_cmd) return workbook::watch(ctx, poll);

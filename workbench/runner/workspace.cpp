@@ -150,4 +150,15 @@ BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& t
   return result;
 }
 
+nlohmann::json load_state(const Workspace& ws) {
+  const fs::path path = ws.build / "workbook-state.json";
+  if (!fs::exists(path)) return nlohmann::json::object();
+  const auto state = nlohmann::json::parse(workbench::read_file(path), nullptr, false);
+  return state.is_object() ? state : nlohmann::json::object();
+}
+
+void save_state(const Workspace& ws, const nlohmann::json& state) {
+  workbench::write_file_atomically(ws.build / "workbook-state.json", state.dump(2) + "\n");
+}
+
 }  // namespace workbook

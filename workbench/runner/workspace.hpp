@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "runner/registry.hpp"
 
 namespace workbook {
@@ -36,6 +38,12 @@ struct Workspace {
   std::string relative(const std::filesystem::path& path) const;
   std::filesystem::path bin(const std::string& program) const { return build / "bin" / program; }
 };
+
+/// The little the verbs remember (hint counters, Break it predictions), in
+/// BUILD/workbook-state.json: in the build tree, never in the learner's sources. A missing or
+/// damaged file reads as an empty object, so deleting it loses only that.
+nlohmann::json load_state(const Workspace& ws);
+void save_state(const Workspace& ws, const nlohmann::json& state);
 
 /// What every verb gets: the workspace, the registry's labs, and how to print.
 struct Context {

@@ -1,0 +1,279 @@
+// `workbook break NN [NAME] [--no-predict]`: predict, then see. With no NAME, lab NN's mutants:
+// realistic bugs, each the reference with one change (labs/mutants/NN-slug.json). With one, the
+// learner first says which tests will fail and whether the verify program will notice; then the
+// mutated reference is built in the build folder's scratch area (BUILD/mutants/labNN/NAME/, which
+// cmake/labs.cmake writes), its tests and verify program run, and what failed is shown beside the
+// prediction. The learner's files and the reference are never touched. Predictions and outcomes
+// are kept with the verbs' state (load_state):
+//   {"break": {"01": {"NAME": {"predicted": […], "verify_predicted": true, "failed": […], …}}}}
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+#include <set>
+
+#include "runner/report.hpp"
+#include "runner/verbs.hpp"
+#include "util/process.hpp"
+#include "util/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace workbook {
+namespace {
+
+std::vector<std::string> all_tests(const Lab& lab) {
+  std::vector<std::string> tests;
+  for (const Block& block : lab.blocks) tests.insert(tests.end(), block.tests.begin(), block.tests.end());
+  return tests;
+}
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// The tests a prediction names: "all", "none", "Block B", or names and parts of names that start
+// with a capital letter as test and suite names do ("SplitHeads", "MatchesTorch*",
+// "SplitHeads.MergeHeadsUndoesIt"). Other words ("and", "the") are ignored.
+std::set<std::string> predicted_tests(const Lab& lab, const std::string& prediction) {
+  std::vector<std::string> words;
+  std::string word;
+  for (const char c : prediction + " ") {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == ',' || c == ';') {
+      if (!word.empty()) words.push_back(word);
+      word.clear();
+    } else if (c != '*' && c != '`') {
+      word += c;
+    }
+  }
+  std::set<std::string> tests;
+  const std::vector<std::string> every = all_tests(lab);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string w = lower(words[i]);
+    if (w == "all") tests.insert(every.begin(), every.end());
+    if (w == "block" && i + 1 < words.size())
+      for (const Block& block : lab.blocks)
+        if (lower(block.id) == lower(words[i + 1]))
+          tests.insert(block.tests.begin(), block.tests.end());
+    if (!std::isupper(static_cast<unsigned char>(words[i][0])) || words[i] == "Block") continue;
+    for (const std::string& test : every)
+      if (test.find(words[i]) != std::string::npos) tests.insert(test);
+  }
+  return tests;
+}
+
+// One line read from the learner; nullopt at the end of the input.
+std::optional<std::string> ask(const std::string& question) {
+  std::cout << question << "\n> " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return std::nullopt;
+  return workbench::trim(answer);
+}
+
+struct Prediction {
+  std::string text;
+  std::set<std::string> tests;
+  std::optional<bool> verify_notices;
+};
+
+Prediction ask_prediction(const Lab& lab) {
+  std::string sizes;
+  for (const Block& block : lab.blocks)
+    sizes += (sizes.empty() ? "" : ", ") + ("Block " + block.id + ": ") +
+             std::to_string(block.tests.size());
+  std::cout << "Predict before you run. Lab " << lab.number << " has " << all_tests(lab).size()
+            << " tests (" << sizes << "); " << lab.tests << " has their names.\n";
+  const std::string none = "no prediction read; answer the questions, or pass --no-predict";
+  Prediction prediction;
+  for (;;) {
+    const auto text = ask(
+        "Which tests fail? Test or suite names or parts of them (SplitHeads, MatchesTorch), "
+        "\"Block B\", \"all\" or \"none\":");
+    if (!text) throw UsageError(none);
+    prediction.text = *text;
+    prediction.tests = predicted_tests(lab, *text);
+    if (lower(*text) == "none" || !prediction.tests.empty()) break;
+    std::cout << "that names no test of lab " << lab.number << "; try again\n";
+  }
+  for (;;) {
+    const auto answer = ask("Does the verify program notice (a [FAIL] check)? y or n:");
+    if (!answer) throw UsageError(none);
+    if (!answer->empty() && (lower(*answer)[0] == 'y' || lower(*answer)[0] == 'n')) {
+      prediction.verify_notices = lower(*answer)[0] == 'y';
+      break;
+    }
+  }
+  return prediction;
+}
+
+struct VerifyOutcome {
+  bool ran = false;             ///< exited (0 or 1) rather than crashed or failed to start
+  std::vector<std::string> failed_checks;  ///< its "[FAIL] …" lines
+  std::string problem;          ///< how it ended, if not with its checks
+};
+
+VerifyOutcome run_verify(const Context& ctx, const std::string& target, const fs::path& out) {
+  workbench::CaptureOptions options;
+  options.time_limit = kTestTimeLimit;
+  const workbench::CapturedRun run =
+      workbench::run_captured(ctx.ws.bin(target).string(), {"--out", out.string()}, options);
+  VerifyOutcome outcome;
+  for (const std::string& line : workbench::split_lines(run.output))
+    if (workbench::trim(line).rfind("[FAIL]", 0) == 0) outcome.failed_checks.push_back(workbench::trim(line));
+  outcome.ran = run.status.exited && (run.status.code == 0 || run.status.code == 1);
+  if (!outcome.ran) {
+    const auto lines = workbench::split_lines(workbench::trim(run.output));
+    outcome.problem = run.status.describe() + (lines.empty() ? "" : ": " + lines.back());
+  }
+  return outcome;
+}
+
+int list_mutants(const Context& ctx, const Lab& lab, const std::vector<Mutant>& mutants) {
+  if (mutants.empty()) {
+    std::cout << "lab " << lab.number << " has no mutants yet (" << lab.mutants << ")\n";
+    return kSuccess;
+  }
+  const nlohmann::json tried = load_state(ctx.ws)["break"][lab.number];
+  std::cout << ctx.bold(heading(lab)) << ": " << mutants.size()
+            << " mutants, each the reference with one bug\n";
+  std::size_t width = 0;
+  for (const Mutant& mutant : mutants) width = std::max(width, mutant.name.size());
+  for (const Mutant& mutant : mutants) {
+    std::cout << "  Block " << mutant.block << "  " << pad(mutant.name, width + 2) << mutant.bug;
+    if (!mutant.equivalent.empty()) std::cout << ctx.yellow("  (no test can see it: why?)");
+    if (tried.is_object() && tried.contains(mutant.name)) std::cout << ctx.green("  (tried)");
+    std::cout << '\n';
+  }
+  std::cout << "next: workbook break " << lab.number << " " << mutants.front().name
+            << "   (predict, then see)\n";
+  return kSuccess;
+}
+
+}  // namespace
+
+int break_lab(const Context& ctx, const std::string& number, const std::string& name,
+              bool predict) {
+  const Lab& lab = ctx.require_lab(number);
+  const std::vector<Mutant> mutants = load_mutants(ctx.ws.repo, lab);
+  if (name.empty()) return list_mutants(ctx, lab, mutants);
+  const auto it = std::find_if(mutants.begin(), mutants.end(),
+                               [&](const Mutant& m) { return m.name == name; });
+  if (it == mutants.end()) {
+    std::string names;
+    for (const Mutant& mutant : mutants) names += (names.empty() ? "" : ", ") + mutant.name;
+    throw UsageError("lab " + lab.number + " has no mutant " + name + "; its mutants are " +
+                     (names.empty() ? "none yet" : names));
+  }
+  const Mutant& mutant = *it;
+  std::cout << ctx.bold("mutant " + mutant.name) << " (lab " << lab.number << ", Block "
+            << mutant.block << "): " << mutant.bug << "\n\n";
+
+  Prediction prediction;
+  if (predict) prediction = ask_prediction(lab);
+  nlohmann::json state = load_state(ctx.ws);
+  nlohmann::json& record = state["break"][lab.number][mutant.name];
+  if (predict) {
+    record = {{"prediction", prediction.text},
+              {"predicted", prediction.tests},
+              {"verify_predicted", *prediction.verify_notices}};
+    save_state(ctx.ws, state);  // the prediction is kept even if the build fails
+  }
+
+  const std::string tests = lab.mutant_target("test", mutant),
+                    verify = lab.mutant_target("verify", mutant);
+  std::cout << "\nbuilding the reference with this one bug (" << ctx.ws.relative(ctx.ws.build)
+            << "/mutants/lab" << lab.number << "/" << mutant.name << "/)…\n"
+            << std::flush;
+  const BuildResult build = build_targets(ctx.ws, {tests, verify});
+  if (!build.ok) {
+    print_build_error(ctx, build);
+    std::cout << "(a mutant that does not build is a defect of " << lab.mutants
+              << ": `workbook dev-check` names it)\n";
+    return kEnvironment;
+  }
+  const LabResult result = run_built_tests(ctx.ws, lab, tests);
+  const fs::path artifacts =
+      ctx.ws.build / "mutants" / ("lab" + lab.number) / mutant.name / "experiment";
+  const VerifyOutcome checks = run_verify(ctx, verify, artifacts);
+
+  // A lab with a test the learner writes (lab 01's): theirs, alone, on the same mutant.
+  std::optional<LabResult> yours;
+  if (std::any_of(lab.learner_files.begin(), lab.learner_files.end(), is_learner_test)) {
+    const std::string program = tests + "-yours";
+    if (build_targets(ctx.ws, {program}).ok) yours = run_built_tests(ctx.ws, lab, program);
+  }
+
+  const std::size_t n_failed = result.failures.size();
+  std::cout << '\n'
+            << ctx.bold("the tests: " + std::to_string(n_failed) + " of " +
+                        std::to_string(result.total) + " fail")
+            << '\n';
+  if (!result.problem.empty()) std::cout << "  " << ctx.red(result.problem) << '\n';
+  std::set<std::string> failed;
+  for (const TestFailure& failure : result.failures) {
+    failed.insert(failure.test);
+    const bool foreseen = prediction.tests.count(failure.test) > 0;
+    std::cout << "  " << (predict ? (foreseen ? ctx.green("predicted  ") : ctx.yellow("surprise   ")) : "")
+              << failure.test << "\n      " << failure.summary << '\n';
+  }
+  std::vector<std::string> passed_anyway;
+  for (const std::string& test : prediction.tests)
+    if (!failed.count(test)) passed_anyway.push_back(test);
+  if (predict && !passed_anyway.empty()) {
+    std::cout << ctx.yellow("  predicted to fail, but passed:") << '\n';
+    for (const std::string& test : passed_anyway) std::cout << "    " << test << '\n';
+  }
+
+  if (yours) {
+    std::cout << ctx.bold("your own test" + std::string(yours->total == 1 ? "" : "s") + ": ");
+    if (yours->failures.empty() && yours->problem.empty())
+      std::cout << "pass" << (failed.empty() ? "" : ": they do not catch this bug") << '\n';
+    for (const TestFailure& failure : yours->failures) {
+      std::string text = failure.summary;
+      for (const std::string& line : failure.details) text += "\n" + line;
+      std::cout << (todo_in(text) ? "not written yet (its TODO still fails it)"
+                                  : failure.test + " fails: " + failure.summary)
+                << '\n';
+    }
+    if (!yours->problem.empty()) std::cout << yours->problem << '\n';
+  }
+
+  const bool noticed = !checks.failed_checks.empty() || !checks.ran;
+  std::cout << ctx.bold(std::string("the verify program: ") +
+                        (!checks.ran ? "stopped (" + checks.problem + ")"
+                         : noticed   ? std::to_string(checks.failed_checks.size()) +
+                                         " check" + (checks.failed_checks.size() == 1 ? "" : "s") +
+                                         " fail"
+                                     : "every check passes"))
+            << (predict ? (noticed == *prediction.verify_notices ? "  (as you predicted)"
+                                                                 : "  (you predicted otherwise)")
+                        : "")
+            << '\n';
+  for (const std::string& line : checks.failed_checks) std::cout << "  " << line << '\n';
+  if (checks.ran)
+    std::cout << "  its printout and figures: " << ctx.ws.relative(artifacts)
+              << "/ (yours stay in " << lab.experiment << "/)\n";
+
+  if (predict) {
+    std::size_t foreseen = 0;
+    for (const std::string& test : failed) foreseen += prediction.tests.count(test);
+    std::cout << "\nyou foresaw " << foreseen << " of the " << n_failed << " failures; "
+              << passed_anyway.size() << " test" << (passed_anyway.size() == 1 ? "" : "s")
+              << " you named passed.\n";
+  }
+  if (n_failed == 0 && result.problem.empty())
+    std::cout << (mutant.equivalent.empty()
+                      ? ctx.red("no test catches this bug: a hole in the tests (tell the "
+                                "maintainers: `workbook dev-check` should have caught it)")
+                      : "no test can catch this one, by construction: " + mutant.equivalent)
+              << '\n';
+  std::cout << "What surprised you? The write-up asks: " << lab.experiment << "/README.md\n";
+
+  record["failed"] = std::vector<std::string>(failed.begin(), failed.end());
+  record["tests"] = result.total;
+  record["verify_noticed"] = noticed;
+  save_state(ctx.ws, state);
+  return kSuccess;
+}
+
+}  // namespace workbook
