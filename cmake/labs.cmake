@@ -249,7 +249,7 @@ endfunction()
 #   bin/test-labNN-mutant-NAME    the lab's tests on the mutated reference
 #   bin/verify-labNN-mutant-NAME  its verify program (`workbook break NN NAME` passes --out)
 # The lab's test and verify objects are the ones its other programs use, so a mutant costs one
-# compile (at -O1: a third of -O3's time, and the same float arithmetic) and two links. The target
+# compile (at -O1: 10–25% less time than -O3, the same float arithmetic) and two links. The target
 # labNN-mutants builds the lab's test programs, mutants every lab's (`workbook dev-check`). A change
 # that does not occur exactly once in the reference makes no targets: dev-check names it.
 function(minimodel_lab_mutants number)

@@ -23,7 +23,8 @@ namespace {
 
 std::vector<std::string> all_tests(const Lab& lab) {
   std::vector<std::string> tests;
-  for (const Block& block : lab.blocks) tests.insert(tests.end(), block.tests.begin(), block.tests.end());
+  for (const Block& block : lab.blocks)
+    tests.insert(tests.end(), block.tests.begin(), block.tests.end());
   return tests;
 }
 
@@ -86,9 +87,9 @@ Prediction ask_prediction(const Lab& lab) {
   const std::string none = "no prediction read; answer the questions, or pass --no-predict";
   Prediction prediction;
   for (;;) {
-    const auto text = ask(
-        "Which tests fail? Test or suite names or parts of them (SplitHeads, MatchesTorch), "
-        "\"Block B\", \"all\" or \"none\":");
+    const auto text =
+        ask("Which tests fail? Test or suite names or parts of them (SplitHeads, MatchesTorch), "
+            "\"Block B\", \"all\" or \"none\":");
     if (!text) throw UsageError(none);
     prediction.text = *text;
     prediction.tests = predicted_tests(lab, *text);
@@ -107,9 +108,9 @@ Prediction ask_prediction(const Lab& lab) {
 }
 
 struct VerifyOutcome {
-  bool ran = false;             ///< exited (0 or 1) rather than crashed or failed to start
+  bool ran = false;  ///< exited (0 or 1) rather than crashed or failed to start
   std::vector<std::string> failed_checks;  ///< its "[FAIL] …" lines
-  std::string problem;          ///< how it ended, if not with its checks
+  std::string problem;                     ///< how it ended, if not with its checks
 };
 
 VerifyOutcome run_verify(const Context& ctx, const std::string& target, const fs::path& out) {
@@ -119,7 +120,8 @@ VerifyOutcome run_verify(const Context& ctx, const std::string& target, const fs
       workbench::run_captured(ctx.ws.bin(target).string(), {"--out", out.string()}, options);
   VerifyOutcome outcome;
   for (const std::string& line : workbench::split_lines(run.output))
-    if (workbench::trim(line).rfind("[FAIL]", 0) == 0) outcome.failed_checks.push_back(workbench::trim(line));
+    if (workbench::trim(line).rfind("[FAIL]", 0) == 0)
+      outcome.failed_checks.push_back(workbench::trim(line));
   outcome.ran = run.status.exited && (run.status.code == 0 || run.status.code == 1);
   if (!outcome.ran) {
     const auto lines = workbench::split_lines(workbench::trim(run.output));
@@ -156,8 +158,8 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
   const Lab& lab = ctx.require_lab(number);
   const std::vector<Mutant> mutants = load_mutants(ctx.ws.repo, lab);
   if (name.empty()) return list_mutants(ctx, lab, mutants);
-  const auto it = std::find_if(mutants.begin(), mutants.end(),
-                               [&](const Mutant& m) { return m.name == name; });
+  const auto it =
+      std::find_if(mutants.begin(), mutants.end(), [&](const Mutant& m) { return m.name == name; });
   if (it == mutants.end()) {
     std::string names;
     for (const Mutant& mutant : mutants) names += (names.empty() ? "" : ", ") + mutant.name;
@@ -213,7 +215,8 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
   for (const TestFailure& failure : result.failures) {
     failed.insert(failure.test);
     const bool foreseen = prediction.tests.count(failure.test) > 0;
-    std::cout << "  " << (predict ? (foreseen ? ctx.green("predicted  ") : ctx.yellow("surprise   ")) : "")
+    std::cout << "  "
+              << (predict ? (foreseen ? ctx.green("predicted  ") : ctx.yellow("surprise   ")) : "")
               << failure.test << "\n      " << failure.summary << '\n';
   }
   std::vector<std::string> passed_anyway;
@@ -241,18 +244,17 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
   const bool noticed = !checks.failed_checks.empty() || !checks.ran;
   std::cout << ctx.bold(std::string("the verify program: ") +
                         (!checks.ran ? "stopped (" + checks.problem + ")"
-                         : noticed   ? std::to_string(checks.failed_checks.size()) +
-                                         " check" + (checks.failed_checks.size() == 1 ? "" : "s") +
-                                         " fail"
-                                     : "every check passes"))
+                         : noticed   ? std::to_string(checks.failed_checks.size()) + " check" +
+                                         (checks.failed_checks.size() == 1 ? "" : "s") + " fail"
+                                   : "every check passes"))
             << (predict ? (noticed == *prediction.verify_notices ? "  (as you predicted)"
                                                                  : "  (you predicted otherwise)")
                         : "")
             << '\n';
   for (const std::string& line : checks.failed_checks) std::cout << "  " << line << '\n';
   if (checks.ran)
-    std::cout << "  its printout and figures: " << ctx.ws.relative(artifacts)
-              << "/ (yours stay in " << lab.experiment << "/)\n";
+    std::cout << "  its printout and figures: " << ctx.ws.relative(artifacts) << "/ (yours stay in "
+              << lab.experiment << "/)\n";
 
   if (predict) {
     std::size_t foreseen = 0;
