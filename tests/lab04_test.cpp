@@ -82,6 +82,14 @@ TEST(LayerNorm, IgnoresTheShiftAndScaleOfARow) {
   EXPECT_TRUE(all_close(layer_norm(x * 5.0f + 10.0f, tiny_eps), layer_norm(x, tiny_eps), 1e-5));
 }
 
+TEST(LayerNorm, AddsEpsToTheVarianceUnderTheSquareRoot) {
+  // A row of ±0.1 has variance 0.01, as large as this eps: each value becomes 0.1 / sqrt(0.02) =
+  // 1/√2, where sqrt(var) + eps would give 0.1 / 0.11 = 0.909. Float32 rounding here is ~1e-7.
+  const Tensor3 x = {{{0.1f, -0.1f, 0.1f, -0.1f}}};
+  const Tensor3 expected = Tensor3{{{1.0f, -1.0f, 1.0f, -1.0f}}} * float(1.0 / std::sqrt(2.0));
+  EXPECT_TRUE(all_close(layer_norm(x, 0.01f), expected, 1e-6));
+}
+
 TEST(LayerNorm, MatchesTorch) {
   const Fixture fixture("layer_norm");
   const float eps = fixture.meta().at("eps").get<float>();

@@ -422,6 +422,34 @@ TEST_F(WorkbookScratch, HintShowsTheNextHintEachTimeAndKeepsItsCounterInTheBuild
   EXPECT_NE(workbook("hint 00 --restart").out.find("Hint 1 of 4"), std::string::npos);
 }
 
+TEST_F(WorkbookScratch, BreakAsksForAPredictionThenShowsWhatTheMutantBreaks) {
+  const Outcome list = workbook("break 00");
+  EXPECT_EQ(list.status, 0) << list.out;
+  EXPECT_NE(list.out.find("Block A  softmax-without-max"), std::string::npos) << list.out;
+
+  const Outcome unanswered = workbook("break 00 softmax-without-max </dev/null");
+  EXPECT_EQ(unanswered.status, 2) << unanswered.out;
+  EXPECT_NE(unanswered.out.find("--no-predict"), std::string::npos) << unanswered.out;
+
+  // Two tests predicted (one right, one wrong), and a verify program that notices: it does not.
+  const Outcome run =
+      sh("printf 'IsStableForLargeLogits MatchesTheHandExample\\ny\\n' | " +
+         std::string(MINIMODEL_BIN_DIR) + "/workbook --repo " + repo_.string() + " --build-dir " +
+         (repo_ / "build").string() + " break 00 softmax-without-max 2>/dev/null");
+  EXPECT_EQ(run.status, 0) << run.out;
+  for (const char* expected :
+       {"the tests: 1 of 12 fail", "predicted  Softmax.IsStableForLargeLogits",
+        "predicted to fail, but passed:", "Softmax.MatchesTheHandExample",
+        "the verify program: every check passes  (you predicted otherwise)",
+        "you foresaw 1 of the 1 failures; 2 tests you named passed."})
+    EXPECT_NE(run.out.find(expected), std::string::npos) << expected << "\n" << run.out;
+  const auto state = nlohmann::json::parse(read(repo_ / "build" / "workbook-state.json"));
+  const auto& record = state["break"]["00"]["softmax-without-max"];
+  EXPECT_EQ(record["failed"], nlohmann::json::array({"Softmax.IsStableForLargeLogits"})) << state;
+  EXPECT_EQ(record["verify_predicted"], true) << state;
+  EXPECT_EQ(git("status --porcelain").out, "") << "neither the learner's files nor the reference";
+}
+
 TEST_F(WorkbookScratch, SolutionWaitsForPassingTestsUnlessForced) {
   const Outcome closed = workbook("solution 00");
   EXPECT_EQ(closed.status, 1) << closed.out;
@@ -554,7 +582,8 @@ void replace_in(const fs::path& path, const std::string& from, const std::string
 }
 
 TEST_F(WorkbookScratch, ACompileErrorInLab03LeavesLabs00To02Done) {
-  copy_references(repo_, {"scaled_dot_product.cpp", "attention.cpp", "causal_mask.cpp"});
+  copy_references(repo_, {"scaled_dot_product.cpp", "attention.cpp", "head_permutation_test.cpp",
+                          "causal_mask.cpp"});
   const fs::path lab03 = repo_ / "src/minimodel/attention/gpt2_attention.cpp";
   write(lab03, read(lab03) + "\nthis is not C++\n");
   keep_labs(kLastLabUsed);  // lab 04 depends on labs 01 and 02, not on 03

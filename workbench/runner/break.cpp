@@ -231,13 +231,10 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
     std::cout << ctx.bold("your own test" + std::string(yours->total == 1 ? "" : "s") + ": ");
     if (yours->failures.empty() && yours->problem.empty())
       std::cout << "pass" << (failed.empty() ? "" : ": they do not catch this bug") << '\n';
-    for (const TestFailure& failure : yours->failures) {
-      std::string text = failure.summary;
-      for (const std::string& line : failure.details) text += "\n" + line;
-      std::cout << (todo_in(text) ? "not written yet (its TODO still fails it)"
-                                  : failure.test + " fails: " + failure.summary)
+    for (const TestFailure& failure : yours->failures)
+      std::cout << (todo_in(failure.summary) ? "not written yet (its TODO still fails it)"
+                                             : failure.test + " fails: " + failure.summary)
                 << '\n';
-    }
     if (!yours->problem.empty()) std::cout << yours->problem << '\n';
   }
 

@@ -74,7 +74,11 @@ TestFailure parse_failure(const std::string& test, const std::string& failure) {
       if (!parsed.summary.empty() && parsed.summary.back() == ')') parsed.summary.pop_back();
     }
   }
-  if (parsed.summary.empty() && !parsed.details.empty()) parsed.summary = parsed.details.front();
+  // FAIL() << message (a stub test's TODO) reads "Failed", then the message.
+  if (parsed.summary.empty() && !parsed.details.empty())
+    parsed.summary = parsed.details.size() > 1 && parsed.details.front() == "Failed"
+                         ? parsed.details[1]
+                         : parsed.details.front();
   if (parsed.summary.size() > 240) parsed.summary = parsed.summary.substr(0, 237) + "...";
   return parsed;
 }
