@@ -241,8 +241,9 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
   const bool noticed = !checks.failed_checks.empty() || !checks.ran;
   std::cout << ctx.bold(std::string("the verify program: ") +
                         (!checks.ran ? "stopped (" + checks.problem + ")"
-                         : noticed   ? std::to_string(checks.failed_checks.size()) + " check" +
-                                         (checks.failed_checks.size() == 1 ? "" : "s") + " fail"
+                         : noticed   ? std::to_string(checks.failed_checks.size()) +
+                                         (checks.failed_checks.size() == 1 ? " check fails"
+                                                                           : " checks fail")
                                    : "every check passes"))
             << (predict ? (noticed == *prediction.verify_notices ? "  (as you predicted)"
                                                                  : "  (you predicted otherwise)")

@@ -292,16 +292,21 @@ std::vector<Mutant> check_mutants(const Context& ctx, const Lab& lab, Defects& d
   return mutants;
 }
 
-// `workbook break NN NAME` quoted anywhere in the prose names a mutant of lab NN.
-void check_break_commands(const Context& ctx,
-                          const std::map<std::string, std::vector<Mutant>>& catalogues,
-                          Defects& defects) {
+// The prose a learner follows: the README, and each lab's text, write-up and write-up template.
+std::vector<std::string> prose_files(const Context& ctx) {
   std::vector<std::string> prose = {"README.md"};
   for (const Lab& lab : ctx.labs)
     for (const std::string& file : {lab.text, lab.write_up, lab.experiment + "/README.md"})
       prose.push_back(file);
+  return prose;
+}
+
+// `workbook break NN NAME` quoted anywhere in the prose names a mutant of lab NN.
+void check_break_commands(const Context& ctx,
+                          const std::map<std::string, std::vector<Mutant>>& catalogues,
+                          Defects& defects) {
   static const std::regex command(R"(workbook break (\d\d) ([a-z0-9-]+))");
-  for (const std::string& file : prose) {
+  for (const std::string& file : prose_files(ctx)) {
     if (!fs::exists(ctx.ws.repo / file)) continue;
     const std::string text = workbench::read_file(ctx.ws.repo / file);
     for (std::sregex_iterator it(text.begin(), text.end(), command), end; it != end; ++it) {
@@ -446,12 +451,8 @@ void check_preset_commands(const Context& ctx, Defects& defects) {
   const auto json = nlohmann::json::parse(workbench::read_file(ctx.ws.repo / "CMakePresets.json"));
   for (const auto& preset : json.value("testPresets", nlohmann::json::array()))
     if (!preset.value("hidden", false)) presets.insert(preset.at("name").get<std::string>());
-  std::vector<std::string> prose = {"README.md"};
-  for (const Lab& lab : ctx.labs)
-    for (const std::string& file : {lab.text, lab.write_up, lab.experiment + "/README.md"})
-      prose.push_back(file);
   static const std::regex command(R"(ctest --preset ([A-Za-z0-9_-]+))");
-  for (const std::string& file : prose) {
+  for (const std::string& file : prose_files(ctx)) {
     if (!fs::exists(ctx.ws.repo / file)) continue;
     for (const std::string& name : matches(workbench::read_file(ctx.ws.repo / file), command))
       if (!presets.count(name))
