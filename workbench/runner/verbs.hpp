@@ -44,7 +44,7 @@ struct DevCheckOptions {
   bool files_only = false;             ///< check the registry against the files; no build
   bool tests_just_ran = false;  ///< build and check quoted commands, but run no ctest label again
   bool write_lab_map = false;   ///< first write README.md's lab map from the registry
-  bool skip_mutants = false;    ///< do not build and run the mutants (about 8 minutes on 2 cores)
+  bool skip_mutants = false;    ///< do not build and run the mutants (3.5 minutes on 2 cores)
 };
 int dev_check(const Context& ctx, const DevCheckOptions& options);  // dev_check.cpp
 
