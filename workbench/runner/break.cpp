@@ -200,9 +200,13 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
 
   // A lab with a test the learner writes (lab 01's): theirs, alone, on the same mutant.
   std::optional<LabResult> yours;
+  std::optional<BuildResult> yours_unbuilt;
   if (std::any_of(lab.learner_files.begin(), lab.learner_files.end(), is_learner_test)) {
     const std::string program = tests + "-yours";
-    if (build_targets(ctx.ws, {program}).ok) yours = run_built_tests(ctx.ws, lab, program);
+    if (BuildResult built = build_targets(ctx.ws, {program}); built.ok)
+      yours = run_built_tests(ctx.ws, lab, program);
+    else
+      yours_unbuilt = std::move(built);
   }
 
   const std::size_t n_failed = result.failures.size();
@@ -227,6 +231,10 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
     for (const std::string& test : passed_anyway) std::cout << "    " << test << '\n';
   }
 
+  if (yours_unbuilt) {
+    std::cout << ctx.bold("your own test: ") << "does not compile\n";
+    print_build_error(ctx, *yours_unbuilt);
+  }
   if (yours) {
     std::cout << ctx.bold("your own test" + std::string(yours->total == 1 ? "" : "s") + ": ");
     if (yours->failures.empty() && yours->problem.empty())
