@@ -21,13 +21,6 @@ namespace fs = std::filesystem;
 namespace workbook {
 namespace {
 
-std::vector<std::string> all_tests(const Lab& lab) {
-  std::vector<std::string> tests;
-  for (const Block& block : lab.blocks)
-    tests.insert(tests.end(), block.tests.begin(), block.tests.end());
-  return tests;
-}
-
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
@@ -48,7 +41,7 @@ std::set<std::string> predicted_tests(const Lab& lab, const std::string& predict
     }
   }
   std::set<std::string> tests;
-  const std::vector<std::string> every = all_tests(lab);
+  const std::vector<std::string> every = lab.test_names();
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string w = lower(words[i]);
     if (w == "all") tests.insert(every.begin(), every.end());
@@ -82,7 +75,7 @@ Prediction ask_prediction(const Lab& lab) {
   for (const Block& block : lab.blocks)
     sizes += (sizes.empty() ? "" : ", ") + ("Block " + block.id + ": ") +
              std::to_string(block.tests.size());
-  std::cout << "Predict before you run. Lab " << lab.number << " has " << all_tests(lab).size()
+  std::cout << "Predict before you run. Lab " << lab.number << " has " << lab.test_names().size()
             << " tests (" << sizes << "); " << lab.tests << " has their names.\n";
   const std::string none = "no prediction read; answer the questions, or pass --no-predict";
   Prediction prediction;
@@ -183,8 +176,8 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
 
   const std::string tests = lab.mutant_target("test", mutant),
                     verify = lab.mutant_target("verify", mutant);
-  std::cout << "\nbuilding the reference with this one bug (" << ctx.ws.relative(ctx.ws.build)
-            << "/mutants/lab" << lab.number << "/" << mutant.name << "/)…\n"
+  const fs::path scratch = ctx.ws.build / "mutants" / ("lab" + lab.number) / mutant.name;
+  std::cout << "\nbuilding the reference with this one bug (" << ctx.ws.relative(scratch) << "/)…\n"
             << std::flush;
   const BuildResult build = build_targets(ctx.ws, {tests, verify});
   if (!build.ok) {
@@ -194,8 +187,7 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
     return kEnvironment;
   }
   const LabResult result = run_built_tests(ctx.ws, lab, tests);
-  const fs::path artifacts =
-      ctx.ws.build / "mutants" / ("lab" + lab.number) / mutant.name / "experiment";
+  const fs::path artifacts = scratch / "experiment";
   const VerifyOutcome checks = run_verify(ctx, verify, artifacts);
 
   // A lab with a test the learner writes (lab 01's): theirs, alone, on the same mutant.

@@ -163,8 +163,7 @@ void check_text(const Context& ctx, const Lab& lab, const std::set<std::string>&
 
   // Counts the text quotes are the registry's: its tests, plus labNN.learner.verify and
   // labNN.learner.build in ctest's total.
-  std::size_t n_tests = 0;
-  for (const Block& block : lab.blocks) n_tests += block.tests.size();
+  const std::size_t n_tests = lab.test_names().size();
   for (const std::string& count : matches(text, std::regex(R"((\d+) GoogleTests)")))
     if (std::stoul(count) != n_tests)
       defects.push_back(where + "says " + count + " GoogleTests but the registry lists " +
@@ -256,8 +255,11 @@ std::vector<Mutant> check_mutants(const Context& ctx, const Lab& lab, Defects& d
     defects.push_back(where + "has " + std::to_string(real) +
                       " mutants that a test must catch; every lab needs at least " +
                       std::to_string(kMinMutants));
-  std::vector<std::string> references;
+  std::vector<std::string> code;  // the files CMake mutates: not the twin of a learner's test
   for (const std::string& file : lab.reference_files)
+    if (!is_learner_test(file)) code.push_back(file);
+  std::vector<std::string> references;
+  for (const std::string& file : code)
     if (fs::exists(ctx.ws.repo / file))
       references.push_back(workbench::read_file(ctx.ws.repo / file));
   for (const Mutant& mutant : mutants) {
@@ -273,8 +275,7 @@ std::vector<Mutant> check_mutants(const Context& ctx, const Lab& lab, Defects& d
     if (found != 1)
       defects.push_back(where + mutant.name + "'s change (\"" +
                         workbench::trim(mutant.replace.substr(0, 60)) + "\") occurs " +
-                        std::to_string(found) + " times in " + joined(lab.reference_files) +
-                        ", not once");
+                        std::to_string(found) + " times in " + joined(code) + ", not once");
   }
   if (fs::exists(ctx.ws.repo / lab.text)) {
     const auto sections = sections_of(workbench::read_file(ctx.ws.repo / lab.text));
@@ -621,7 +622,7 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
   Defects defects;
   std::set<std::string> all_tests;
   for (const Lab& lab : ctx.labs)
-    for (const Block& block : lab.blocks) all_tests.insert(block.tests.begin(), block.tests.end());
+    for (const std::string& test : lab.test_names()) all_tests.insert(test);
 
   std::vector<const Lab*> complete;  // labs with every file, which the build then checks
   std::map<std::string, std::vector<Mutant>> catalogues;

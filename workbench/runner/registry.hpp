@@ -51,6 +51,13 @@ struct Lab {
   std::string target(const std::string& kind, const std::string& impl) const {
     return kind + "-lab" + number + "-" + impl;  ///< "test-lab00-learner", "verify-lab01-reference"
   }
+  /// Every test of the lab, block by block, as the registry lists them.
+  std::vector<std::string> test_names() const {
+    std::vector<std::string> names;
+    for (const Block& block : blocks)
+      names.insert(names.end(), block.tests.begin(), block.tests.end());
+    return names;
+  }
   /// "test-lab01-mutant-reshape-straight-to-heads"
   std::string mutant_target(const std::string& kind, const Mutant& mutant) const {
     return kind + "-lab" + number + "-mutant-" + mutant.name;
