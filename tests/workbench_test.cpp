@@ -595,7 +595,8 @@ TEST_F(NpyIo, RejectsShapesWhoseSizeOverflowsOrExceedsTheFile) {
   const std::string eight_bytes(8, '\0');
   for (const auto& [shape, mention] : std::vector<std::pair<std::string, std::string>>{
            {"(9223372036854775809, 2)", "overflows"},
-           {"(4611686018427387904, 2)", "more than 2^64"},
+           {"(0, 4294967296, 4294967296)", "overflows"},  // empty, but its strides overflow
+           {"(2305843009213693952, 2)", "more than 2^64"},
            {"(3,)", "needs 12 bytes of data, but 8 follow"},
            {"(-1, -1)", "is not a size"}}) {
     SCOPED_TRACE(shape);

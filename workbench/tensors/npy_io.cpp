@@ -1,5 +1,6 @@
 #include "tensors/npy_io.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -79,13 +80,23 @@ NpyHeader parse_header(const std::string& bytes, const std::string& name) {
   return parsed;
 }
 
-// Checks that the shape's bytes fit the file (no overflow on the way) and returns the count.
+// Checks that the shape's bytes fit the file (no overflow on the way) and returns the count. The
+// product of the nonzero sizes must fit a signed index too: xtensor computes its strides from it,
+// even for an empty array such as (0, 2^32, 2^32), whose strides would overflow.
 std::size_t element_count(const NpyHeader& header, std::size_t item_size, std::size_t file_size,
                           const std::string& name) {
-  std::size_t count = 1;
-  for (const std::size_t dim : header.shape)
-    if (__builtin_mul_overflow(count, dim, &count))
+  std::ptrdiff_t extent = 1;  // the product of the nonzero sizes
+  bool empty = false;
+  for (const std::size_t dim : header.shape) {
+    if (dim == 0) {
+      empty = true;
+      continue;
+    }
+    if (dim > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()) ||
+        __builtin_mul_overflow(extent, static_cast<std::ptrdiff_t>(dim), &extent))
       throw NpyError(name + ": its shape's element count overflows");
+  }
+  const std::size_t count = empty ? 0 : static_cast<std::size_t>(extent);
   std::size_t needed = 0;
   const bool overflows = __builtin_mul_overflow(count, item_size, &needed);
   if (overflows || needed > file_size - header.data_offset)
