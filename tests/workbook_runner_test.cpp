@@ -718,7 +718,10 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
     std::string what;
     std::function<void()> make;
     std::string expected;
-    bool needs_build = true;  // false: a defect of the files, which --files-only finds unbuilt
+    // How dev-check runs: --files-only finds a defect of the files unbuilt. The mutants are left
+    // out, except where the reference fails, to show they are not run then.
+    std::string options = "--skip-mutants";
+    std::string also = "";  // more that the output says
   };
   auto remove_line = [&](const std::string& file, const std::string& line) {
     std::string text = read(repo_ / file);
@@ -729,7 +732,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
   const std::vector<Defect> defects = {
       {"a missing section",
        [&] { remove_line("labs/00-attention-by-hand.md", "## Stop conditions\n"); },
-       "labs/00-attention-by-hand.md: no \"## Stop conditions\" section", false},
+       "labs/00-attention-by-hand.md: no \"## Stop conditions\" section", "--files-only"},
       {"a missing README row",
        [&] {
          remove_line("README.md",
@@ -739,7 +742,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
                      "`merge_heads`, `heatmap.png` "
                      "(one panel per head) |\n");
        },
-       "README.md's lab map has no row for lab 01", false},
+       "README.md's lab map has no row for lab 01", "--files-only"},
       {"a quoted command that leaves the lab",
        [&] {
          write(repo_ / "labs/00-attention-by-hand.md",
@@ -758,7 +761,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
        "labs/00-attention-by-hand.md: `ctest --preset learner -L lab00 -R NoSuchTest` runs no "
        "test"},
       {"a missing write-up", [&] { fs::remove(repo_ / "solutions/02-causal-mask.md"); },
-       "lab 02 lacks solutions/02-causal-mask.md (its reference write-up)", false},
+       "lab 02 lacks solutions/02-causal-mask.md (its reference write-up)", "--files-only"},
       {"a pristine stub that passes",
        [&] {
          copy_reference_into_stub();
@@ -775,7 +778,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
          text.replace(text.find(normalise), normalise.size(), "return e;");
          write(repo_ / reference(), text);
        },
-       "lab 00: a reference test fails: "},
+       "lab 00: a reference test fails: ", "", "mutants not run: the reference fails"},
       {"a figure that is listed but not drawn",
        [&] {  // an earlier run's PNG is still there: the verify program must not pass it off as its
               // own
@@ -791,15 +794,17 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
        "00-attention-by-hand "
        "(reference): attention_weights.png is listed as an artifact but this run did not write it"},
   };
-  ASSERT_EQ(workbook("dev-check --lab 00").status, 0) << "reference artifacts from a passing run";
+  // Reference artifacts from a passing run. None of the defects is a mutant's: no mutants here
+  // (DevCheckPassesOnThePristineCopy builds and runs them).
+  ASSERT_EQ(workbook("dev-check --lab 00 --skip-mutants").status, 0);
   const std::string status_before = git("status --porcelain --ignored experiments").out;
   for (const Defect& defect : defects) {
     SCOPED_TRACE(defect.what);
     defect.make();
-    const Outcome check =
-        workbook(defect.needs_build ? "dev-check --lab 00" : "dev-check --lab 00 --files-only");
+    const Outcome check = workbook("dev-check --lab 00 " + defect.options);
     EXPECT_EQ(check.status, 1) << check.out;
     EXPECT_NE(check.out.find(defect.expected), std::string::npos) << check.out;
+    EXPECT_NE(check.out.find(defect.also), std::string::npos) << check.out;
     EXPECT_EQ(git("status --porcelain --ignored experiments").out, status_before)
         << "dev-check deletes nothing in the sources";
     // Back to the pristine copy for the next defect.

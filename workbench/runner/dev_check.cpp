@@ -18,10 +18,10 @@
 // pristine stubs (label "stubs"), the reference tests, verify programs and artifacts (label
 // "reference"), read from ctest's JUnit report (unless --tests-just-ran: .ci/run has just run
 // those labels with `ctest --preset test`); and it lists what each `ctest --preset …` quoted in a
-// lab text runs, which must be tests of the lab it names. Last, it builds every mutant and runs
-// the lab's tests on it: a mutant no test catches (a survivor) is a defect, and so is one marked
-// equivalent that a test catches; it prints the mutation table. It never deletes or writes a file
-// in the sources (except README.md's lab map, when asked to write it).
+// lab text runs, which must be tests of the lab it names. Last, if the reference passes, it builds
+// every mutant and runs the lab's tests on it: a mutant no test catches (a survivor) is a defect,
+// and so is one marked equivalent that a test catches; it prints the mutation table. It never
+// deletes or writes a file in the sources (except README.md's lab map, when asked to write it).
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -668,15 +668,21 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
                           "\n  (full output: " + ctx.ws.relative(build.log) + ")");
       } else {
         const std::string regex = "^lab(" + names + ")\\.";
+        bool reference_fails = false;
         if (!options.tests_just_ran) {
           std::cout << "running ctest -L stubs and -L reference…\n" << std::flush;
           ctest_defects(ctx, "stubs", regex, defects);
+          const std::size_t before = defects.size();
           ctest_defects(ctx, "reference", regex, defects);
+          reference_fails = defects.size() > before;
         }
         for (const Lab* lab : complete) check_quoted_commands(ctx, *lab, defects);
         // All of them through the one target that gathers them, as above; with --lab, by lab.
+        // A mutant is caught or not only against a reference that passes.
         std::vector<std::string> mutant_targets;
-        if (options.skip_mutants) catalogues.clear();
+        if (reference_fails && !options.skip_mutants)
+          std::cout << "mutants not run: the reference fails (see the defects below)\n";
+        if (options.skip_mutants || reference_fails) catalogues.clear();
         for (const Lab* lab : complete)
           if (!catalogues[lab->number].empty())
             mutant_targets.push_back("lab" + lab->number + "-mutants");
