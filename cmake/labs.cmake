@@ -230,14 +230,20 @@ function(minimodel_lab number)
   set_tests_properties(${lab}.reference.artifacts PROPERTIES LABELS "reference"
                        FIXTURES_REQUIRED ${lab}_reference_artifacts)
 
+  set(prerequisite_files "")
+  foreach(prerequisite IN LISTS MINIMODEL_LAB_${number}_PREREQUISITES)
+    list(APPEND prerequisite_files ${MINIMODEL_LAB_${prerequisite}_LEARNER_FILES})
+  endforeach()
   add_test(NAME ${lab}.stubs
            COMMAND ${CMAKE_COMMAND} -DLAB=${number} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+                   -DBUILD_DIR=${PROJECT_BINARY_DIR}
                    "-DLEARNER_FILES=${MINIMODEL_LAB_${number}_LEARNER_FILES}"
+                   "-DPREREQUISITE_FILES=${prerequisite_files}"
                    -DTEST_EXE=$<TARGET_FILE:test-${lab}-learner>
                    -DVERIFY_EXE=$<TARGET_FILE:verify-${lab}-learner>
                    -DWORK_DIR=${PROJECT_BINARY_DIR}/stub-check/${lab}
                    -P ${PROJECT_SOURCE_DIR}/cmake/check_stubs.cmake)
-  set_tests_properties(${lab}.stubs PROPERTIES LABELS "stubs"
+  set_tests_properties(${lab}.stubs PROPERTIES LABELS "stubs" RESOURCE_LOCK build_tree
                        SKIP_REGULAR_EXPRESSION "pristine-stub check skipped")
 endfunction()
 

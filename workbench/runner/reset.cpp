@@ -19,20 +19,13 @@ std::string git_show(const Context& ctx, const std::string& ref, const std::stri
   return run.output;
 }
 
-// origin/HEAD if the repository has an origin (a learner's clone), else HEAD.
-std::string pristine_ref(const Context& ctx) {
-  const ToolRun run = run_tool(
-      "git", {"-C", ctx.ws.repo.string(), "rev-parse", "--verify", "--quiet", "origin/HEAD"});
-  return run.ok ? "origin/HEAD" : "HEAD";
-}
-
 std::string utc_stamp() { return workbench::utc_now("%Y%m%dT%H%M%SZ"); }
 
 }  // namespace
 
 int reset_lab(const Context& ctx, const std::string& number, bool yes) {
   const Lab& lab = ctx.require_lab(number);
-  const std::string ref = pristine_ref(ctx);
+  const std::string ref = pristine_ref(ctx.ws.repo);
   std::vector<std::pair<std::string, std::string>> changed;  // path, pristine text
   for (const std::string& file : lab.learner_files) {
     const std::string pristine = git_show(ctx, ref, file);

@@ -75,6 +75,12 @@ ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args) 
   }
 }
 
+std::string pristine_ref(const fs::path& repo) {
+  const ToolRun run =
+      run_tool("git", {"-C", repo.string(), "rev-parse", "--verify", "--quiet", "origin/HEAD"});
+  return run.ok ? "origin/HEAD" : "HEAD";
+}
+
 std::string first_error(const std::string& build_output, const Workspace& ws) {
   static const std::regex error(R"(^(.+?):(\d+):(\d+:)? (fatal error|error): (.*)$)");
   static const std::regex source_line(R"(^\s*\d*\s*\|.*$)");

@@ -88,4 +88,9 @@ struct ToolRun {
 /// @throws EnvironmentError if it cannot be started.
 ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args);
 
+/// The commit whose learner files are the pristine stubs: origin/HEAD in a learner's clone (their
+/// own commits may hold their work), HEAD where there is no origin (cmake/check_stubs.cmake
+/// agrees).
+std::string pristine_ref(const std::filesystem::path& repo);
+
 }  // namespace workbook
