@@ -33,7 +33,7 @@ int check_lab(const Context& ctx, const std::optional<std::string>& number, cons
   if (number) {
     const Lab& lab = ctx.require_lab(*number);
     const std::string filter = gtest_filter(lab, only);
-    const LabResult result = run_learner_tests(ctx.ws, lab, filter);
+    const LabResult result = run_learner_tests(ctx.ws, ctx.labs, lab, filter);
     if (!filter.empty() && result.status != LabStatus::build_error && result.total == 0)
       throw UsageError("no test of lab " + lab.number + " matches " +
                        (only.test.empty() ? "Block " + only.block : only.test));

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/last_results.hpp"
 #include "util/process.hpp"
 #include "util/text.hpp"
 
@@ -198,26 +199,33 @@ std::string status_name(LabStatus status) {
   return "?";
 }
 
-LabResult run_learner_tests(const Workspace& ws, const Lab& lab, const std::string& gtest_filter) {
-  const BuildResult build = build_targets(ws, {lab.learner_target()});
-  if (!build.ok) {
-    LabResult result;  // status build_error
-    result.build = build;
-    return result;
-  }
-  return run_built_tests(ws, lab, lab.target("test", "learner"), gtest_filter);
+LabResult run_learner_tests(const Workspace& ws, const std::vector<Lab>& labs, const Lab& lab,
+                            const std::string& gtest_filter) {
+  const std::string inputs = fingerprint(ws, labs, lab);  // before the build reads them
+  LabResult result;                                       // status build_error
+  result.build = build_targets(ws, {lab.learner_target()});
+  if (result.build.ok)
+    result = run_built_tests(ws, lab, lab.target("test", "learner"), gtest_filter);
+  if (gtest_filter.empty()) remember_result(ws, lab, inputs, result);
+  return result;
 }
 
 std::vector<LabResult> run_all(const Workspace& ws, const std::vector<Lab>& labs) {
   // One build of every lab's programs (the target "learner"); if it fails, one per lab, so that a
   // compile error in one lab's file marks that lab (and the labs built on it) and no other. A lab
   // the build folder has no programs for (one being added) gets its own build, which says so.
+  std::vector<std::string> inputs;
+  for (const Lab& lab : labs) inputs.push_back(fingerprint(ws, labs, lab));
   const bool all_built = build_targets(ws, {"learner"}).ok;
   std::vector<LabResult> results;
-  for (const Lab& lab : labs) {
-    const bool built = all_built && fs::exists(ws.bin(lab.target("test", "learner")));
-    results.push_back(built ? run_built_tests(ws, lab, lab.target("test", "learner"))
-                            : run_learner_tests(ws, lab));
+  for (std::size_t i = 0; i < labs.size(); ++i) {
+    const Lab& lab = labs[i];
+    if (!all_built || !fs::exists(ws.bin(lab.target("test", "learner")))) {
+      results.push_back(run_learner_tests(ws, labs, lab));
+      continue;
+    }
+    results.push_back(run_built_tests(ws, lab, lab.target("test", "learner")));
+    remember_result(ws, lab, inputs[i], results.back());
   }
   return results;
 }

@@ -33,10 +33,11 @@ struct LabResult {
   std::string problem;  ///< e.g. "test-lab00-learner crashed with signal 11 … in Softmax.X"
 };
 
-/// Builds lab NN's learner tests and verify program (the target labNN-learner, so that neither is
-/// ever stale), then runs the tests: those `gtest_filter` names, or all. @throws EnvironmentError
-/// as build_targets does.
-LabResult run_learner_tests(const Workspace& ws, const Lab& lab,
+/// Builds lab `lab`'s learner tests and verify program (the target labNN-learner, so that neither
+/// is ever stale), then runs the tests: those `gtest_filter` names, or all, whose result is
+/// remembered (last_results.hpp). `labs` is the registry, for the lab's prerequisites.
+/// @throws EnvironmentError as build_targets does.
+LabResult run_learner_tests(const Workspace& ws, const std::vector<Lab>& labs, const Lab& lab,
                             const std::string& gtest_filter = "");
 
 /// Runs the already built test program `target` of lab `lab` (bin/test-labNN-learner, or a
@@ -47,7 +48,7 @@ LabResult run_built_tests(const Workspace& ws, const Lab& lab, const std::string
 
 /// Builds every lab's learner tests and verify program (the target learner; if that fails, one
 /// build per lab, so that a compile error in one lab leaves the others' results intact), then runs
-/// the tests.
+/// the tests and remembers each lab's result.
 std::vector<LabResult> run_all(const Workspace& ws, const std::vector<Lab>& labs);
 
 }  // namespace workbook

@@ -10,7 +10,7 @@ namespace workbook {
 int show_solution(const Context& ctx, const std::string& number, bool force) {
   const Lab& lab = ctx.require_lab(number);
   if (!force) {
-    const LabResult result = run_learner_tests(ctx.ws, lab);
+    const LabResult result = run_learner_tests(ctx.ws, ctx.labs, lab);
     if (result.status != LabStatus::done) {
       std::cout << "lab " << lab.number << " is not done yet (" << status_name(result.status);
       if (result.status != LabStatus::build_error)
