@@ -123,7 +123,13 @@ void check_text(const Context& ctx, const Lab& lab, const std::set<std::string>&
                       "\" (the registry's title)");
   for (const std::string& section : kRequiredSections)
     if (!sections.count(section)) defects.push_back(where + "no \"## " + section + "\" section");
-  if (hints_in(text).empty()) defects.push_back(where + "\"## Hints\" has no \"### Hint 1\"");
+  const std::vector<Hint> hints = hints_in(text);
+  if (hints.empty()) defects.push_back(where + "\"## Hints\" has no \"### Hint 1\"");
+  for (std::size_t i = 0; i < hints.size(); ++i)  // `workbook hint` follows the failing block
+    if (std::none_of(lab.blocks.begin(), lab.blocks.end(),
+                     [&](const Block& block) { return block.id == hints[i].block; }))
+      defects.push_back(where + "\"### Hint " + std::to_string(i + 1) +
+                        "\" does not end with \"(Block X)\" naming a block of the lab");
 
   if (const auto it = sections.find("Estimated time");
       it != sections.end() &&

@@ -125,15 +125,14 @@ std::vector<Mutant> load_mutants(const fs::path& repo, const Lab& lab) {
   return mutants;
 }
 
-std::vector<std::string> hints_in(const std::string& lab_text) {
-  static const std::regex hint_heading(R"(^### Hint \d+\s*$)");
-  std::vector<std::string> hints;
-  bool in_hints = false, in_hint = false, in_code = false;
-  std::string hint;
+std::vector<Hint> hints_in(const std::string& lab_text) {
+  static const std::regex hint_heading(R"(^### Hint \d+( \(Block ([A-Z])\))?\s*$)");
+  std::vector<Hint> hints;
+  bool in_hints = false, in_code = false;
+  std::optional<Hint> hint;
   auto finish = [&] {
-    if (in_hint) hints.push_back(workbench::trim(hint));
-    in_hint = false;
-    hint.clear();
+    if (hint) hints.push_back({hint->block, workbench::trim(hint->text)});
+    hint.reset();
   };
   for (const std::string& line : workbench::split_lines(lab_text)) {
     if (workbench::starts_with(line, "```")) in_code = !in_code;
@@ -144,10 +143,11 @@ std::vector<std::string> hints_in(const std::string& lab_text) {
     }
     if (!in_code && workbench::starts_with(line, "### ")) {
       finish();
-      in_hint = in_hints && std::regex_match(line, hint_heading);
+      std::smatch m;
+      if (in_hints && std::regex_match(line, m, hint_heading)) hint = Hint{m[2].str(), ""};
       continue;
     }
-    if (in_hint) hint += line + "\n";
+    if (hint) hint->text += line + "\n";
   }
   finish();
   return hints;

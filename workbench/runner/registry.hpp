@@ -85,8 +85,14 @@ std::vector<Lab> load_registry(const std::filesystem::path& repo);
 /// std::runtime_error naming the file and the mutant if the catalogue is malformed.
 std::vector<Mutant> load_mutants(const std::filesystem::path& repo, const Lab& lab);
 
+/// A "### Hint N (Block X)" section of a lab text.
+struct Hint {
+  std::string block;  ///< "X"; empty if the heading names no block
+  std::string text;
+};
+
 /// The "### Hint N" sections under "## Hints" of a lab text, in order.
-std::vector<std::string> hints_in(const std::string& lab_text);
+std::vector<Hint> hints_in(const std::string& lab_text);
 
 /// "7" or "07" -> "07"; nullopt if `text` is not a number of at most two digits.
 std::optional<std::string> normalise_lab_number(const std::string& text);
