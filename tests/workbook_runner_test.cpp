@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/registry.hpp"
+#include "runner/workspace.hpp"
 #include "util/files.hpp"
 #include "util/process.hpp"
 #include "util/text.hpp"
@@ -103,12 +105,19 @@ TEST(LabRegistry, HintsAreTheHintSubsectionsOfTheLabTextInOrder) {
   const auto hints = workbook::hints_in(
       workbench::read_file(fs::path(MINIMODEL_SOURCE_DIR) / real_lab("00").text));
   ASSERT_EQ(hints.size(), 4u);
-  EXPECT_EQ(hints[0].rfind("Do the paper derivation completely", 0), 0u) << hints[0];
-  EXPECT_NE(hints[3].find("Block B, in order"), std::string::npos) << hints[3];
-  EXPECT_EQ(hints[3].find("## Next lab"), std::string::npos);
-  // A heading inside a code block is not a hint.
-  EXPECT_EQ(workbook::hints_in("## Hints\n\n```\n### Hint 9\n```\n### Hint 1\n\nlook\n## Next\n"),
-            std::vector<std::string>{"look"});
+  EXPECT_EQ(hints[0].text.rfind("Do the paper derivation completely", 0), 0u) << hints[0].text;
+  EXPECT_NE(hints[3].text.find("Block B, in order"), std::string::npos) << hints[3].text;
+  EXPECT_EQ(hints[3].text.find("## Next lab"), std::string::npos);
+  EXPECT_EQ(hints[1].block, "A");
+  EXPECT_EQ(hints[3].block, "B");
+  // A heading inside a code block is not a hint; a heading may leave out its block.
+  const auto parsed = workbook::hints_in(
+      "## Hints\n\n```\n### Hint 9\n```\n### Hint 1\n\nlook\n### Hint 2 (Block C)\nsee\n## Next\n");
+  ASSERT_EQ(parsed.size(), 2u);
+  EXPECT_EQ(parsed[0].text, "look");
+  EXPECT_EQ(parsed[0].block, "");
+  EXPECT_EQ(parsed[1].text, "see");
+  EXPECT_EQ(parsed[1].block, "C");
 }
 
 TEST(LabRegistry, AFailingTestPointsToItsBlock) {
@@ -139,11 +148,23 @@ class DevCheckFiles : public ::testing::Test {
             ("dev_check_files_" + std::string(info->name()) + "_" + std::to_string(getpid()));
     fs::remove_all(repo_);
     fs::create_directories(repo_);
-    for (const char* part : {"labs", "src", "solutions", "tests", "verify", "experiments",
-                             "README.md", "CMakePresets.json"})
-      fs::copy(fs::path(MINIMODEL_SOURCE_DIR) / part, repo_ / part,
+    const fs::path source = MINIMODEL_SOURCE_DIR;
+    for (const char* part :
+         {"labs", "solutions", "tests", "verify", "README.md", "CMakePresets.json"})
+      fs::copy(source / part, repo_ / part,
                fs::copy_options::recursive | fs::copy_options::skip_symlinks);
     fs::remove_all(repo_ / "tests" / "fixtures");  // not needed, and large
+    // The learner's folders as they were handed out, never as the learner has them now: a lab in
+    // progress must not fail these tests. Without git (a tarball), the working copy is pristine.
+    const std::string learners = "src experiments";
+    const fs::path archive = repo_ / "pristine.tar";
+    const Outcome pristine =
+        fs::exists(source / ".git")
+            ? sh("git -C " + source.string() + " archive -o " + archive.string() + " " +
+                 workbook::pristine_ref(source) + " -- " + learners + " && tar -xf " +
+                 archive.string() + " -C " + repo_.string() + " && rm " + archive.string())
+            : sh("cd " + source.string() + " && cp -R " + learners + " " + repo_.string());
+    ASSERT_EQ(pristine.status, 0) << pristine.out;
   }
   void TearDown() override { fs::remove_all(repo_); }
   Outcome dev_check(const std::string& options = "") {
@@ -417,7 +438,8 @@ TEST_F(WorkbookScratch, HintShowsTheNextHintEachTimeAndKeepsItsCounterInTheBuild
   EXPECT_NE(first.out.find("Hint 1 of 4"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("Do the paper derivation"), std::string::npos) << first.out;
   EXPECT_NE(second.out.find("Hint 2 of 4"), std::string::npos) << second.out;
-  EXPECT_NE(read(repo_ / "build" / "workbook-state.json").find("\"00\": 2"), std::string::npos);
+  const auto state = nlohmann::json::parse(read(repo_ / "build" / "workbook-state.json"));
+  EXPECT_EQ(state["hints_shown"]["00"], nlohmann::json::array({1, 2})) << state.dump();
   EXPECT_EQ(git("status --porcelain").out, "") << "the learner's sources are untouched";
   EXPECT_NE(workbook("hint 00 --restart").out.find("Hint 1 of 4"), std::string::npos);
 }
@@ -603,6 +625,93 @@ TEST_F(WorkbookScratch, ACompileErrorInLab03LeavesLabs00To02Done) {
       << check.out;
   EXPECT_TRUE(std::regex_search(check.out, std::regex(R"(gpt2_attention\.cpp:\d+:\d+: error: )")))
       << check.out;
+}
+
+// The README's test command passes at every stage of a learner's progress, not only on a fresh
+// clone: the stubs untouched, labs 00–02 done, lab 03 half done (the reference with one Block C
+// bug, so that some of its tests pass), and lab 03 not compiling. Its own ctest test
+// (workbook.runner.scratch.states): a whole test workflow per stage takes minutes.
+TEST_F(WorkbookScratch, TheTestWorkflowPassesAtEveryStageOfALearnersProgress) {
+  const fs::path lab03 = repo_ / "src/minimodel/attention/gpt2_attention.cpp";
+  const std::vector<workbook::Mutant> mutants =
+      workbook::load_mutants(repo_, *workbook::find_lab(workbook::load_registry(repo_), "03"));
+  const auto block_c = std::find_if(mutants.begin(), mutants.end(), [](const workbook::Mutant& m) {
+    return m.block == "C" && m.equivalent.empty();
+  });
+  ASSERT_NE(block_c, mutants.end());
+  const std::vector<std::pair<std::string, std::function<void()>>> stages = {
+      {"the pristine stubs", [] {}},
+      {"labs 00-02 done",
+       [&] {
+         copy_references(repo_, {"scaled_dot_product.cpp", "attention.cpp",
+                                 "head_permutation_test.cpp", "causal_mask.cpp"});
+       }},
+      {"lab 03 half done",
+       [&] {
+         copy_references(repo_, {"gpt2_attention.cpp"});
+         replace_in(lab03, block_c->replace, block_c->with);
+       }},
+      {"lab 03 does not compile", [&] { write(lab03, read(lab03) + "\nthis is not C++\n"); }},
+  };
+  for (const auto& [stage, reach] : stages) {
+    reach();
+    const Outcome workflow = sh("cd " + repo_.string() + " && cmake --workflow --preset test");
+    const std::string tail =
+        workflow.out.substr(workflow.out.size() > 6000 ? workflow.out.size() - 6000 : 0);
+    EXPECT_EQ(workflow.status, 0) << stage << ":\n" << tail;
+    EXPECT_NE(workflow.out.find("100% tests passed"), std::string::npos) << stage << ":\n" << tail;
+  }
+}
+
+// `workbook` with no verb answers from what is known: a lab whose files are the stubs as handed
+// out is not started, and a lab's last result stands while its files are unchanged. It builds and
+// tests only a lab with neither.
+TEST_F(WorkbookScratch, BareWorkbookAnswersFromWhatIsKnownAndBuildsAtMostTheCurrentLab) {
+  const fs::path log = repo_ / "build" / "workbook-build.log";
+  fs::remove(log);
+  const Outcome pristine = workbook("");
+  EXPECT_EQ(pristine.status, 0) << pristine.out;
+  EXPECT_NE(pristine.out.find("current lab: lab 00"), std::string::npos) << pristine.out;
+  EXPECT_NE(
+      pristine.out.find("status: todo, 0 of 12 tests pass (its files are the stubs as handed out)"),
+      std::string::npos)
+      << pristine.out;
+  EXPECT_FALSE(fs::exists(log)) << "nothing is built for pristine stubs";
+
+  copy_reference_into_stub();
+  ASSERT_EQ(workbook("check 00").status, 0);
+  fs::remove(log);
+  const Outcome known = workbook("");
+  EXPECT_NE(known.out.find("current lab: lab 01"), std::string::npos) << known.out;
+  EXPECT_FALSE(fs::exists(log)) << "lab 00's result from check stands, and lab 01 is untouched";
+
+  write(repo_ / stub(), read(repo_ / stub()) + "\n// a learner's comment\n");
+  const Outcome edited = workbook("");
+  EXPECT_NE(edited.out.find("current lab: lab 01"), std::string::npos) << edited.out;
+  ASSERT_TRUE(fs::exists(log)) << "lab 00 changed since its last run: built and tested again";
+  EXPECT_NE(read(log).find("lab00"), std::string::npos) << read(log);
+  EXPECT_EQ(read(log).find("lab01"), std::string::npos) << "only lab 00 is built\n" << read(log);
+}
+
+// `workbook hint` gives the hints of the block that fails first in the last run of the lab's
+// tests, not the next one in the text.
+TEST_F(WorkbookScratch, HintFollowsTheFirstFailingBlockOfTheLastRun) {
+  const std::vector<workbook::Mutant> mutants =
+      workbook::load_mutants(repo_, *workbook::find_lab(workbook::load_registry(repo_), "00"));
+  const auto block_b = std::find_if(mutants.begin(), mutants.end(), [](const workbook::Mutant& m) {
+    return m.block == "B" && m.equivalent.empty();
+  });
+  ASSERT_NE(block_b, mutants.end());
+  copy_reference_into_stub();
+  replace_in(repo_ / stub(), block_b->replace, block_b->with);
+  const Outcome check = workbook("check 00");
+  ASSERT_NE(check.out.find("revisit Block B"), std::string::npos) << check.out;
+  const Outcome first = workbook("hint 00"), second = workbook("hint 00"),
+                third = workbook("hint 00");
+  EXPECT_NE(first.out.find("Hint 3 of 4"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("on Block B, the first to fail"), std::string::npos) << first.out;
+  EXPECT_NE(second.out.find("Hint 4 of 4"), std::string::npos) << second.out;
+  EXPECT_NE(third.out.find("that is Block B's last hint"), std::string::npos) << third.out;
 }
 
 TEST_F(WorkbookScratch, AWrongSplitHeadsReportsBlockBFirstWithItsTraceLine) {
