@@ -3,7 +3,9 @@
 // LabRegistry and DevCheckFiles (label "reference", seconds): the registry on the real
 // labs/labs.json, and `dev-check --files-only` on a scratch copy of the files, where an added
 // registry entry makes it name exactly the files that lab lacks. LearnerTests (the same label): the
-// one-line summary of each kind of GoogleTest failure text keeps its values.
+// one-line summary of each kind of GoogleTest failure text keeps its values. VerifyOutputs (the
+// same label, seconds): each lab's reference verify program records an output of every block, for
+// `workbook diff`.
 //
 // WorkbookScratch (label "maintainers", minutes): the learner's verbs end to end in a scratch git
 // clone (one per process: ctest runs the tests in two halves side by side), configured in Release
@@ -24,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -206,6 +209,75 @@ TEST(LearnerTests, ComparisonNearBoolAndThrowFailuresKeepTheirValues) {
                        "do it\" thrown in the test body."),
             "threw: TODO(lab 01, Block A): do it");
   EXPECT_EQ(summary_of("t.cpp:24\nFailed\nTODO: write the test"), "TODO: write the test");
+}
+
+// ---- What `workbook diff` compares: the outputs each block produces
+// ------------------------------ Each lab's reference verify program, run with --dump into a
+// scratch folder, names in outputs.json every output it records (run.record), with the block whose
+// code produced it.
+
+nlohmann::json recorded_outputs(const workbook::Lab& lab) {
+  const std::string target = lab.target("verify", "reference");
+  const fs::path program = fs::path(MINIMODEL_BIN_DIR) / target;
+  if (!fs::exists(program))
+    throw std::runtime_error(program.string() + " is missing: cmake --build build --target " +
+                             target);
+  const fs::path dir = fs::temp_directory_path() /
+                       ("verify_outputs_lab" + lab.number + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const workbench::CapturedRun run = workbench::run_captured(
+      program.string(), {"--out", (dir / "out").string(), "--dump", (dir / "dump").string()});
+  const nlohmann::json outputs =
+      run.status.ok() ? nlohmann::json::parse(read(dir / "dump" / "outputs.json"), nullptr, false)
+                      : nlohmann::json();
+  fs::remove_all(dir);
+  if (!outputs.is_object())
+    throw std::runtime_error(target + " failed (" + run.status.describe() +
+                             ") or wrote no outputs.json:\n" + run.output);
+  return outputs;
+}
+
+TEST(VerifyOutputs, Lab09RecordsEveryOutputOfEveryBlock) {
+  const nlohmann::json outputs = recorded_outputs(real_lab("09"));
+  std::map<std::string, std::string> expected = {
+      {"softmax_backward", "A"},      {"attention_forward", "A"},
+      {"attention_backward_dq", "A"}, {"attention_backward_dk", "A"},
+      {"attention_backward_dv", "A"}, {"mha_forward", "B"},
+      {"layer_norm_forward", "C"},    {"layer_norm_backward_dx", "C"},
+      {"post_ln_block_forward", "C"}, {"pre_ln_block_forward", "C"}};
+  for (const std::string grad :
+       {"dx", "dw_q", "dw_k", "dw_v", "dw_o", "db_q", "db_k", "db_v", "db_o"}) {
+    expected["mha_backward_" + grad] = "B";
+    expected["post_ln_block_backward_" + grad] = "C";
+    expected["pre_ln_block_backward_" + grad] = "C";
+  }
+  for (const auto& [name, block] : expected) {
+    ASSERT_TRUE(outputs.contains(name)) << name << " is not recorded";
+    EXPECT_EQ(outputs[name].value("block", ""), block) << name;
+  }
+}
+
+TEST(VerifyOutputs, EveryBlockOfEveryLabRecordsAnOutputOfThatBlock) {
+  // Left out: lab 07's verify program (it records outputs without their block yet) and lab 10's
+  // (it trains for a minute; its outputs name their blocks as the others'). Lab 01's Block D is
+  // the learner's own test, which produces no tensor.
+  for (const workbook::Lab& lab : real_labs()) {
+    if (lab.number == "07" || lab.number == "10") continue;
+    const nlohmann::json outputs = recorded_outputs(lab);
+    std::set<std::string> blocks, recorded;
+    for (const workbook::Block& block : lab.blocks) blocks.insert(block.id);
+    for (const auto& [name, info] : outputs.items()) {
+      const std::string block = info.value("block", "");
+      EXPECT_TRUE(blocks.count(block)) << "lab " << lab.number << "'s output " << name
+                                       << " names no block of the registry: \"" << block << "\"";
+      recorded.insert(block);
+    }
+    for (const std::string& block : blocks) {
+      if (lab.number == "01" && block == "D") continue;
+      EXPECT_TRUE(recorded.count(block))
+          << "lab " << lab.number << " records no output of Block " << block;
+    }
+  }
 }
 
 // ---- The registry drives dev-check: a scratch copy of the files, no build
