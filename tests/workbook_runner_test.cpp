@@ -628,7 +628,9 @@ TEST_F(WorkbookScratch, DiffOfTheReferenceBodiesReportsNoDifference) {
   copy_reference_into_stub();
   const Outcome diff = workbook("diff 00");
   EXPECT_EQ(diff.status, 0) << diff.out;
-  for (const char* output : {"softmax", "weights", "output", "masked_weights"})
+  for (const char* output :
+       {"A +softmax", "B +single_head_attention_weights", "B +single_head_attention_output",
+        "B +single_head_attention_masked_weights"})
     EXPECT_TRUE(std::regex_search(
         diff.out, std::regex(std::string("\n") + output + " +\\(2, 2\\) +0 +1\\.00e-05 +yes")))
         << output << "\n"
@@ -794,7 +796,8 @@ TEST_F(WorkbookScratch, ForgettingWoSuggestsLookingAfterTheSoftmaxAndDiff) {
   EXPECT_NE(check.out.find("hint: `workbook diff 01`"), std::string::npos) << check.out;
   const Outcome diff = workbook("diff 01 2>/dev/null");
   EXPECT_EQ(diff.status, 1) << diff.out;
-  EXPECT_TRUE(std::regex_search(diff.out, std::regex(R"(\nattention_weights +\([0-9, ]+\) +0 )")))
+  EXPECT_TRUE(std::regex_search(diff.out,
+                                std::regex(R"(\nC +forward_attention_weights +\([0-9, ]+\) +0 )")))
       << diff.out;
 }
 
