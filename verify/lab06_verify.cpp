@@ -97,9 +97,6 @@ int main(int argc, char** argv) {
     run.print("Checks 1-2. " + std::to_string(T) + " decoder queries over 2 encoder sequences of " +
               std::to_string(S) + " keys; sequence 1 ends in " + std::to_string(kPadded) +
               " <pad>.");
-    MultiheadCrossAttention m = make_module(0.0f);
-    const minimodel::AttentionOutput out = m.forward(query, memory, memory, options);
-    const Tensor4& weights = *out.weights;  // (B, H, T, S)
     // For `workbook diff`, each block's outputs: the seeded weights (exact, as
     // MultiheadCrossAttention.SeededWeightsFollowTheBlueprint), Block B's masks on the verify
     // program's padding and a (T, S) mask removing the keys s > t (exact: they are 0, 1 and the
@@ -118,6 +115,9 @@ int main(int argc, char** argv) {
       run.record("removed_keys", xt::cast<float>(minimodel::removed_keys(masks, B, T, S)), 0.0,
                  "B");
     }
+    MultiheadCrossAttention m = make_module(0.0f);
+    const minimodel::AttentionOutput out = m.forward(query, memory, memory, options);
+    const Tensor4& weights = *out.weights;  // (B, H, T, S)
     run.record("forward_output", out.output, 1e-5, "C");
     run.record("forward_attention_weights", weights, 1e-5, "C");
     run.print("output " + minimodel::shape_of(out.output) + ", weights " +

@@ -76,7 +76,15 @@ int diff_lab(const Context& ctx, const std::string& number) {
             << pad("shape", shape_width) << pad("max abs diff", 14) << pad("tolerance", 11)
             << "within?\n";
   std::size_t within = 0;
-  std::string first_beyond;  // "Block A's attention_backward_dq": outputs come in block order
+  // The output beyond tolerance of the earliest block (the first such in that block), where a
+  // learner should look first: a wrong Block A makes every later block's outputs wrong too.
+  std::string first_beyond, first_beyond_block;
+  auto beyond = [&](const std::string& name, const nlohmann::ordered_json& info) {
+    const std::string block = info.value("block", "");
+    if (!first_beyond.empty() && block >= first_beyond_block) return;
+    first_beyond = (block.empty() ? "" : "Block " + block + "'s ") + name;
+    first_beyond_block = block;
+  };
   for (const auto& [name, info] : ref_outputs.items()) {
     const double tolerance = info.at("tolerance").get<double>();
     if (any_block) std::cout << pad(info.value("block", ""), block_width);
@@ -93,17 +101,13 @@ int diff_lab(const Context& ctx, const std::string& number) {
                            shape_text(info.at("shape")),
                        shape_width + 14)
                 << pad(scientific(tolerance), 11) << ctx.red("no: shapes differ") << '\n';
-      if (first_beyond.empty())
-        first_beyond =
-            (info.contains("block") ? "Block " + info.value("block", "") + "'s " : "") + name;
+      beyond(name, info);
       continue;
     }
     const double diff = workbench::max_abs_diff(mine, theirs);
     const bool ok = diff <= tolerance;
     within += ok;
-    if (!ok && first_beyond.empty())
-      first_beyond =
-          (info.contains("block") ? "Block " + info.value("block", "") + "'s " : "") + name;
+    if (!ok) beyond(name, info);
     std::cout << pad(shape_text(info.at("shape")), shape_width)
               << pad(diff == 0.0 ? "0" : scientific(diff), 14) << pad(scientific(tolerance), 11)
               << (ok ? ctx.green("yes") : ctx.red("no")) << '\n';
