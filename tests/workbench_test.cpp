@@ -31,6 +31,7 @@
 #include "util/process.hpp"
 #include "util/text.hpp"
 #include "verify_frame/manifest.hpp"
+#include "verify_frame/verify_run.hpp"
 
 namespace fs = std::filesystem;
 using minimodel::testing::DecodedPng;
@@ -484,6 +485,21 @@ TEST(ChildProcess, AProgramThatCannotStartThrowsNamingIt) {
 }
 
 // --- trim ---------------------------------------------------------------------------------------
+
+TEST(VerifyRun, RecordWritesEachOutputsShapeToleranceAndBlock) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("verify_run_record_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  workbench::VerifyRun run({"99-test", 1, {}}, "reference", dir / "out", dir / "dump");
+  run.record("attention_backward_dq", xt::xarray<float>({{1.0f, 2.0f}}), 1e-5, "A");
+  run.record("no_block", xt::xarray<float>({3.0f}), 0.0);  // as before: no "block" key
+  const auto outputs = nlohmann::json::parse(workbench::read_file(dir / "dump" / "outputs.json"));
+  EXPECT_EQ(outputs["attention_backward_dq"],
+            nlohmann::json({{"shape", {1, 2}}, {"tolerance", 1e-5}, {"block", "A"}}));
+  EXPECT_EQ(outputs["no_block"], nlohmann::json({{"shape", {1}}, {"tolerance", 0.0}}));
+  EXPECT_TRUE(fs::exists(dir / "dump" / "attention_backward_dq.npy"));
+  fs::remove_all(dir);
+}
 
 TEST(Text, TrimRemovesEveryKindOfSurroundingWhitespace) {
   EXPECT_EQ(workbench::trim(" \t\r\n\f\vword  word\r\n"), "word  word");

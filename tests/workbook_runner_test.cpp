@@ -2,7 +2,10 @@
 //
 // LabRegistry and DevCheckFiles (label "reference", seconds): the registry on the real
 // labs/labs.json, and `dev-check --files-only` on a scratch copy of the files, where an added
-// registry entry makes it name exactly the files that lab lacks.
+// registry entry makes it name exactly the files that lab lacks. LearnerTests (the same label): the
+// one-line summary of each kind of GoogleTest failure text keeps its values. VerifyOutputs (the
+// same label, seconds): each lab's reference verify program records an output of every block, for
+// `workbook diff`.
 //
 // WorkbookScratch (label "maintainers", minutes): the learner's verbs end to end in a scratch git
 // clone (one per process: ctest runs the tests in two halves side by side), configured in Release
@@ -24,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -31,6 +35,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "runner/learner_tests.hpp"
 #include "runner/registry.hpp"
 #include "runner/workspace.hpp"
 #include "util/files.hpp"
@@ -135,6 +140,153 @@ TEST(LabRegistry, NormalisesLabNumbers) {
   EXPECT_FALSE(workbook::normalise_lab_number("123"));
   EXPECT_EQ(workbook::todo_in("C++ exception \"TODO(lab 02, Block A): build\""),
             std::make_pair(std::string("02"), std::string("A")));
+}
+
+// ---- One-line summaries of a failure, from GoogleTest 1.12's own failure texts ------------------
+// Each text is what a test program's --gtest_output=json report held for a failing assertion of
+// that kind (a scratch program of such assertions, run with GoogleTest 1.12).
+
+std::string summary_of(const std::string& failure) {
+  return workbook::parse_failure("Suite.Test", failure).summary;
+}
+
+TEST(LearnerTests, AnEqualityFailureKeepsBothValues) {
+  EXPECT_EQ(summary_of("tests/lab01_test.cpp:34\nExpected equality of these values:\n"
+                       "  mha.d_head()\n    Which is: 3\n  4u\n    Which is: 4"),
+            "mha.d_head() (3) != 4u (4)");
+  EXPECT_EQ(summary_of("t.cpp:6\nExpected equality of these values:\n  mha.n_heads()\n"
+                       "    Which is: 3\n  4"),
+            "mha.n_heads() (3) != 4");
+  EXPECT_EQ(summary_of("t.cpp:7\nExpected equality of these values:\n  4\n  mha.n_heads()\n"
+                       "    Which is: 3"),
+            "4 != mha.n_heads() (3)");
+  EXPECT_EQ(summary_of("r.cpp:9\nExpected equality of these values:\n  mha.shape()\n"
+                       "    Which is: { 2, 4, 5, 6 }\n  (std::array<std::size_t, 4>{2, 4, 5, 5})\n"
+                       "    Which is: { 2, 4, 5, 5 }"),
+            "mha.shape() ({ 2, 4, 5, 6 }) != (std::array<std::size_t, 4>{2, 4, 5, 5}) "
+            "({ 2, 4, 5, 5 })");
+  // The test's own message follows; the trace stays in the details.
+  const workbook::TestFailure count = workbook::parse_failure(
+      "GPT2Attention.ParameterCount",
+      "r.cpp:10\nExpected equality of these values:\n  attn.parameter_count()\n"
+      "    Which is: 99\n  4 * d * d + 4 * d\n    Which is: 288\nd_model 8\n"
+      "Google Test trace:\nr.cpp:10: d_model 8");
+  EXPECT_EQ(count.summary, "attn.parameter_count() (99) != 4 * d * d + 4 * d (288); d_model 8");
+  EXPECT_EQ(count.details.back(), "trace: d_model 8");
+  // A multi-line string's diff is left out; the message after it is kept.
+  EXPECT_EQ(summary_of("r.cpp:17\nExpected equality of these values:\n  s\n    Which is: "
+                       "\"a\\nb\"\n  \"a\\nc\"\nWith diff:\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n\n"
+                       "after diff"),
+            "s (\"a\\nb\") != \"a\\nc\"; after diff");
+  // A long value is cut so that the other operand still shows, on one line within the cap.
+  const std::string long_one = summary_of(
+      "r.cpp:18\nExpected equality of these values:\n  s\n"
+      "    Which is: \"" +
+      std::string(300, 'x') + "\"\n  \"y\"");
+  EXPECT_LE(long_one.size(), 240u);
+  EXPECT_EQ(long_one.find('\n'), std::string::npos);
+  EXPECT_NE(long_one.find("...) != \"y\""), std::string::npos) << long_one;
+}
+
+TEST(LearnerTests, ComparisonNearBoolAndThrowFailuresKeepTheirValues) {
+  EXPECT_EQ(summary_of("r.cpp:11\nExpected: (lowest) > (0.0f), actual: 0 vs 0\n"
+                       "the last key is visible"),
+            "expected lowest > 0.0f, got 0 vs 0; the last key is visible");
+  EXPECT_EQ(summary_of("t.cpp:13\nExpected: (a) != (3), actual: 3 vs 3"),
+            "expected a != 3, got 3 vs 3");
+  EXPECT_EQ(summary_of("r.cpp:12\nThe difference between w and 1.0f is 0.5, which exceeds 1e-5, "
+                       "where\nw evaluates to 0.5,\n1.0f evaluates to 1, and\n"
+                       "1e-5 evaluates to 1.0000000000000001e-05."),
+            "|w - 1.0f| = 0.5 > 1e-5: w = 0.5, 1.0f = 1");
+  EXPECT_EQ(summary_of("r.cpp:13\nValue of: all_close(1, 2, 1e-3)\n  Actual: true\n"
+                       "Expected: false\nthe seeds give other weights"),
+            "all_close(1, 2, 1e-3) is true; the seeds give other weights");
+  EXPECT_EQ(summary_of("t.cpp:18\nValue of: ok\n  Actual: false\nExpected: true"), "ok is false");
+  EXPECT_EQ(summary_of("r.cpp:15\nExpected: n += 1 throws an exception of type "
+                       "std::invalid_argument.\n  Actual: it throws nothing."),
+            "n += 1 should throw std::invalid_argument: it throws nothing");
+  EXPECT_EQ(summary_of("r.cpp:14\nExpected: throw std::runtime_error(\"not yet\") throws an "
+                       "exception of type std::invalid_argument.\n  Actual: it throws "
+                       "std::runtime_error with description \"not yet\"."),
+            "throw std::runtime_error(\"not yet\") should throw std::invalid_argument: it throws "
+            "std::runtime_error with description \"not yet\"");
+  // Unchanged: our checks' "Actual: false (…)", an exception, FAIL() with a message.
+  EXPECT_EQ(summary_of("r.cpp:16\nValue of: close(a, b)\n  Actual: false (max |actual - "
+                       "expected| = 0.5 at (1, 2), tolerance 1e-06)\nExpected: true"),
+            "max |actual - expected| = 0.5 at (1, 2), tolerance 1e-06");
+  EXPECT_EQ(summary_of("unknown file\nC++ exception with description \"TODO(lab 01, Block A): "
+                       "do it\" thrown in the test body."),
+            "threw: TODO(lab 01, Block A): do it");
+  EXPECT_EQ(summary_of("t.cpp:24\nFailed\nTODO: write the test"), "TODO: write the test");
+}
+
+// ---- What `workbook diff` compares: the outputs each block produces
+// ------------------------------ Each lab's reference verify program, run with --dump into a
+// scratch folder, names in outputs.json every output it records (run.record), with the block whose
+// code produced it.
+
+nlohmann::json recorded_outputs(const workbook::Lab& lab) {
+  const std::string target = lab.target("verify", "reference");
+  const fs::path program = fs::path(MINIMODEL_BIN_DIR) / target;
+  if (!fs::exists(program))
+    throw std::runtime_error(program.string() + " is missing: cmake --build build --target " +
+                             target);
+  const fs::path dir = fs::temp_directory_path() /
+                       ("verify_outputs_lab" + lab.number + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const workbench::CapturedRun run = workbench::run_captured(
+      program.string(), {"--out", (dir / "out").string(), "--dump", (dir / "dump").string()});
+  const nlohmann::json outputs =
+      run.status.ok() ? nlohmann::json::parse(read(dir / "dump" / "outputs.json"), nullptr, false)
+                      : nlohmann::json();
+  fs::remove_all(dir);
+  if (!outputs.is_object())
+    throw std::runtime_error(target + " failed (" + run.status.describe() +
+                             ") or wrote no outputs.json:\n" + run.output);
+  return outputs;
+}
+
+TEST(VerifyOutputs, Lab09RecordsEveryOutputOfEveryBlock) {
+  const nlohmann::json outputs = recorded_outputs(real_lab("09"));
+  std::map<std::string, std::string> expected = {
+      {"softmax_backward", "A"},      {"attention_forward", "A"},
+      {"attention_backward_dq", "A"}, {"attention_backward_dk", "A"},
+      {"attention_backward_dv", "A"}, {"mha_forward", "B"},
+      {"layer_norm_forward", "C"},    {"layer_norm_backward_dx", "C"},
+      {"post_ln_block_forward", "C"}, {"pre_ln_block_forward", "C"}};
+  for (const std::string grad :
+       {"dx", "dw_q", "dw_k", "dw_v", "dw_o", "db_q", "db_k", "db_v", "db_o"}) {
+    expected["mha_backward_" + grad] = "B";
+    expected["post_ln_block_backward_" + grad] = "C";
+    expected["pre_ln_block_backward_" + grad] = "C";
+  }
+  for (const auto& [name, block] : expected) {
+    ASSERT_TRUE(outputs.contains(name)) << name << " is not recorded";
+    EXPECT_EQ(outputs[name].value("block", ""), block) << name;
+  }
+}
+
+TEST(VerifyOutputs, EveryBlockOfEveryLabRecordsAnOutputOfThatBlock) {
+  // Left out: lab 07's verify program (it records outputs without their block yet) and lab 10's
+  // (it trains for a minute; its outputs name their blocks as the others'). Lab 01's Block D is
+  // the learner's own test, which produces no tensor.
+  for (const workbook::Lab& lab : real_labs()) {
+    if (lab.number == "07" || lab.number == "10") continue;
+    const nlohmann::json outputs = recorded_outputs(lab);
+    std::set<std::string> blocks, recorded;
+    for (const workbook::Block& block : lab.blocks) blocks.insert(block.id);
+    for (const auto& [name, info] : outputs.items()) {
+      const std::string block = info.value("block", "");
+      EXPECT_TRUE(blocks.count(block)) << "lab " << lab.number << "'s output " << name
+                                       << " names no block of the registry: \"" << block << "\"";
+      recorded.insert(block);
+    }
+    for (const std::string& block : blocks) {
+      if (lab.number == "01" && block == "D") continue;
+      EXPECT_TRUE(recorded.count(block))
+          << "lab " << lab.number << " records no output of Block " << block;
+    }
+  }
 }
 
 // ---- The registry drives dev-check: a scratch copy of the files, no build
@@ -498,7 +650,9 @@ TEST_F(WorkbookScratch, DiffOfTheReferenceBodiesReportsNoDifference) {
   copy_reference_into_stub();
   const Outcome diff = workbook("diff 00");
   EXPECT_EQ(diff.status, 0) << diff.out;
-  for (const char* output : {"softmax", "weights", "output", "masked_weights"})
+  for (const char* output :
+       {"A +softmax", "B +single_head_attention_weights", "B +single_head_attention_output",
+        "B +single_head_attention_masked_weights"})
     EXPECT_TRUE(std::regex_search(
         diff.out, std::regex(std::string("\n") + output + " +\\(2, 2\\) +0 +1\\.00e-05 +yes")))
         << output << "\n"
@@ -751,7 +905,8 @@ TEST_F(WorkbookScratch, ForgettingWoSuggestsLookingAfterTheSoftmaxAndDiff) {
   EXPECT_NE(check.out.find("hint: `workbook diff 01`"), std::string::npos) << check.out;
   const Outcome diff = workbook("diff 01 2>/dev/null");
   EXPECT_EQ(diff.status, 1) << diff.out;
-  EXPECT_TRUE(std::regex_search(diff.out, std::regex(R"(\nattention_weights +\([0-9, ]+\) +0 )")))
+  EXPECT_TRUE(std::regex_search(diff.out,
+                                std::regex(R"(\nC +forward_attention_weights +\([0-9, ]+\) +0 )")))
       << diff.out;
 }
 

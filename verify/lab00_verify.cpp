@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     run.print("Step 3. softmax of each row (Block A).");
     const Tensor2 weights = minimodel::softmax(scaled);
     run.print_matrix("softmax", weights);
-    run.record("softmax", weights, kTolerance);
+    run.record("softmax", weights, kTolerance, "A");
     run.check_max_abs_diff("softmax matches the hand weights",
                            workbench::max_abs_diff(weights, hand_weights), kTolerance);
 
@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
     const minimodel::AttentionResult result = minimodel::single_head_attention(q, k, v);
     run.print_matrix("weights", result.weights);
     run.print_matrix("output", result.output);
-    run.record("weights", result.weights, kTolerance);
-    run.record("output", result.output, kTolerance);
+    run.record("single_head_attention_weights", result.weights, kTolerance, "B");
+    run.record("single_head_attention_output", result.output, kTolerance, "B");
     run.check_max_abs_diff("weights match the hand weights",
                            workbench::max_abs_diff(result.weights, hand_weights), kTolerance);
     run.check_max_abs_diff("output matches the hand output",
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     const Tensor2 mask = {{0.0f, minimodel::kMaskedScore}, {0.0f, 0.0f}};
     const minimodel::AttentionResult masked = minimodel::single_head_attention(q, k, v, mask);
     run.print_matrix("masked weights", masked.weights);
-    run.record("masked_weights", masked.weights, kTolerance);
+    run.record("single_head_attention_masked_weights", masked.weights, kTolerance, "B");
     const Tensor2 hand_masked = {{1.0f, 0.0f}, {float(p), float(1 - p)}};
     run.check_max_abs_diff("masked weights match the hand weights",
                            workbench::max_abs_diff(masked.weights, hand_masked), kTolerance);

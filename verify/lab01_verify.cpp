@@ -26,10 +26,26 @@ int main(int argc, char** argv) {
     const auto& tokens = toy_sentence();
     const Tensor2 x = embed_tokens(tokens);  // (T, d_model)
 
+    // For `workbook diff`, Blocks A and B on their own: the seeded weights (exact, as
+    // MultiHeadAttention.SeededWeightsFollowTheBlueprint) and split_heads / merge_heads of the
+    // sentence (exact, as SplitHeads.PutsColumnBlockHIntoHeadH).
+    {
+      const MultiHeadAttention seeded(kDModel, kHeads, kSeed + 1);
+      run.record("constructor_w_q", seeded.w_q(), 0.0, "A");
+      run.record("constructor_w_k", seeded.w_k(), 0.0, "A");
+      run.record("constructor_w_v", seeded.w_v(), 0.0, "A");
+      run.record("constructor_w_o", seeded.w_o(), 0.0, "A");
+      const minimodel::Tensor3 batch =
+          xt::reshape_view(x, std::array<std::size_t, 3>{1, x.shape(0), kDModel});
+      const minimodel::Tensor4 heads = minimodel::split_heads(batch, kHeads);
+      run.record("split_heads", heads, 0.0, "B");
+      run.record("merge_heads", minimodel::merge_heads(heads), 0.0, "B");
+    }
+
     run.print("Check 1. H = 1 equals lab 00's single_head_attention followed by W_O.");
     MultiHeadAttention one_head(kDModel, 1, kSeed + 1);
     const Tensor2 y1 = one_head.forward(x);
-    run.record("h1_output", y1, kTolerance);
+    run.record("forward_h1_output", y1, kTolerance, "C");
     const minimodel::AttentionResult head = minimodel::single_head_attention(
         xt::linalg::dot(x, one_head.w_q()), xt::linalg::dot(x, one_head.w_k()),
         xt::linalg::dot(x, one_head.w_v()));
@@ -43,8 +59,8 @@ int main(int argc, char** argv) {
     const Tensor2 y = mha.forward(x);
     const minimodel::Tensor4& weights = mha.attention_weights();  // (1, H, T, T)
     const std::size_t T = tokens.size();
-    run.record("h4_output", y, kTolerance);
-    run.record("attention_weights", weights, kTolerance);
+    run.record("forward_h4_output", y, kTolerance, "C");
+    run.record("forward_attention_weights", weights, kTolerance, "C");
     run.check("output keeps the input shape", y.shape() == x.shape(), double(y.size()),
               "output " + minimodel::shape_of(y) + ", weights " + minimodel::shape_of(weights));
     const Tensor2 row_sums = xt::sum(xt::view(weights, 0), {2});

@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
     run.print("causal_mask(4) (Block A):");
     run.print_matrix("causal_mask(4)", minimodel::causal_mask(4));
     const Tensor2 mask = minimodel::causal_mask(T);
-    run.record("mask", mask, 0.0);  // exact, as in the tests
+    // Every output is Block A's: causal_mask, then lab 01's layer with it (1e-5: lab 01's tests).
+    run.record("causal_mask", mask, 0.0, "A");  // exact, as in the tests
     const Tensor2 expected_mask =
         xt::where(xt::triu(xt::ones<float>({T, T}), 1) > 0.5f, minimodel::kMaskedScore, 0.0f);
     run.check_max_abs_diff("causal_mask(8) is 0 on and below the diagonal, kMaskedScore above",
@@ -36,8 +37,8 @@ int main(int argc, char** argv) {
     MultiHeadAttention mha(kDModel, kHeads, kSeed + 1);
     const Tensor2 y = mha.forward(x, mask);
     const minimodel::Tensor4 weights = mha.attention_weights();  // (1, H, T, T)
-    run.record("masked_output", y, 1e-5);
-    run.record("weights", weights, 1e-5);
+    run.record("masked_output", y, 1e-5, "A");
+    run.record("masked_weights", weights, 1e-5, "A");
     const float future_weight =
         xt::amax(xt::view(weights, 0) * xt::triu(xt::ones<float>({T, T}), 1))();
     run.check("no weight on future tokens", future_weight == 0.0f, future_weight,
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     auto changed_tokens = tokens;
     changed_tokens.back() = "she";
     const Tensor2 y_changed = mha.forward(embed_tokens(changed_tokens), mask);
-    run.record("perturbed_output", y_changed, 1e-5);
+    run.record("perturbed_output", y_changed, 1e-5, "A");
     auto earlier = xt::range(0, T - 1);
     run.check_max_abs_diff(
         "positions 0..T-2 are unchanged",

@@ -38,11 +38,27 @@ int main(int argc, char** argv) {
     const std::size_t T = tokens.size(), d = kDModel;
     const Tensor2 x = embed_tokens(tokens, kDModel);  // (T, d_model)
 
+    // For `workbook diff`, one output of each block, each before the next block's code runs (a TODO
+    // stub stops the program). The weights, split_qkv's blocks and the count are exact in the lab
+    // 03 tests; the forward's 1e-5 is their kTolerance. A small layer (d_model 8, H 2) keeps the
+    // recorded weights small.
+    {
+      const GPT2Attention small(8, 2, kSeed + 1);
+      run.record("constructor_c_attn_weight", small.c_attn_weight(), 0.0, "A");
+      run.record("constructor_c_proj_weight", small.c_proj_weight(), 0.0, "A");
+      const minimodel::Tensor3 fused = xt::reshape_view(
+          xt::arange<float>(2 * 3 * 24), std::array<std::size_t, 3>{2, 3, 24});  // (B, T, 3 d)
+      const minimodel::QKV qkv = minimodel::split_qkv(fused);
+      run.record("split_qkv_q", qkv.q, 0.0, "B");
+      run.record("split_qkv_k", qkv.k, 0.0, "B");
+      run.record("split_qkv_v", qkv.v, 0.0, "B");
+    }
     GPT2Attention gpt2(kDModel, kHeads, kSeed + 1);
     const Tensor2 y = gpt2.forward(x);                            // causal, as in GPT-2
     const minimodel::Tensor4 weights = gpt2.attention_weights();  // (1, H, T, T)
-    run.record("output", y, 1e-5);  // the tolerance of the lab 03 tests
-    run.record("attention_weights", weights, 1e-5);
+    run.record("forward_output", y, 1e-5, "C");
+    run.record("forward_attention_weights", weights, 1e-5, "C");
+    run.record("parameter_count", xt::xarray<float>({float(gpt2.parameter_count())}), 0.0, "D");
 
     run.print(
         "Checks 1-2. One fused c_attn (768 x 2304) equals lab 01's W_Q, W_K, W_V "

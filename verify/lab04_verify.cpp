@@ -87,12 +87,19 @@ int main(int argc, char** argv) {
     const Tensor3 x = xt::reshape_view(embedded, std::array<std::size_t, 3>{1, T, kDModel});
 
     // ---- One block of each kind on the sentence ----
+    // For `workbook diff`, each block's function; 1e-5 is the lab 04 tests' kTorchTolerance.
+    // attention_block on its own gets a sublayer without weights: x -> 0.5 x + 1.
+    const auto half_plus_one = [](const Tensor3& in) { return Tensor3(0.5f * in + 1.0f); };
+    run.record("layer_norm", minimodel::layer_norm(x), 1e-5, "A");
+    run.record("attention_block_post_ln",
+               minimodel::attention_block(x, Norm::post_ln, half_plus_one), 1e-5, "B");
+    run.record("attention_block_pre_ln", minimodel::attention_block(x, Norm::pre_ln, half_plus_one),
+               1e-5, "B");
     const MultiHeadAttention layer(kDModel, kHeads, kWeightSeed);
     const Tensor3 post_out = block(x, layer, Norm::post_ln),
                   pre_out = block(x, layer, Norm::pre_ln);
-    run.record("layer_norm", minimodel::layer_norm(x), 1e-5);  // the tolerance of the lab 04 tests
-    run.record("post_ln_block", post_out, 1e-5);
-    run.record("pre_ln_block", pre_out, 1e-5);
+    run.record("mha_block_post_ln", post_out, 1e-5, "C");
+    run.record("mha_block_pre_ln", pre_out, 1e-5, "C");
     const RowStats in = row_stats(x);
     const RowStats post = row_stats(post_out);
     const RowStats pre = row_stats(pre_out);

@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
     run.print("  cos table " + minimodel::shape_of(rope.cos_table()) + ", sin table " +
               minimodel::shape_of(rope.sin_table()) +
               "; pair k turns theta^(-2k/16) rad per position");
+    // The tables to kTableTolerance (1e-7) of the lab 05 tests: float32 cos and sin of the same
+    // angles, computed in double.
+    run.record("constructor_cos_table", rope.cos_table(), 1e-7, "A");
+    run.record("constructor_sin_table", rope.sin_table(), 1e-7, "A");
 
     const Tensor2 x = normal_rows(6, kDHead, kSeed + 2);  // (6, d_head)
     run.print("Check 1. Position 0 is the identity (Block B).");
@@ -61,7 +65,7 @@ int main(int argc, char** argv) {
 
     run.print("Check 2. Rotations keep the length of every pair (2k, 2k+1).");
     const Tensor2 rotated = rope.apply(x, Positions{0, 7, 19, 33, 50, 63});
-    run.record("rotated_rows", rotated, 1e-5);
+    run.record("apply_rotated_rows", rotated, 1e-5, "B");  // kTolerance of the tests
     auto pair_norms = [&](const Tensor2& a) -> Tensor2 {
       auto even = xt::view(a, xt::all(), xt::range(0, kDHead, 2));
       auto odd = xt::view(a, xt::all(), xt::range(1, kDHead, 2));
@@ -122,8 +126,8 @@ int main(int argc, char** argv) {
         attend(x3, weights.w_q(), weights.w_k(), positions_from(0, T));
     const minimodel::MultiHeadResult later =
         attend(x3, weights.w_q(), weights.w_k(), positions_from(40, T));
-    run.record("rope_output", at_start.output, 1e-5);  // the tolerance of the lab 05 tests
-    run.record("rope_weights", at_start.weights, 1e-5);
+    run.record("rope_self_attention_output", at_start.output, 1e-5, "C");  // the tests' kTolerance
+    run.record("rope_self_attention_weights", at_start.weights, 1e-5, "C");
     run.check_max_abs_diff("positions 40..47 give the output of positions 0..7",
                            workbench::max_abs_diff(later.output, at_start.output), 1e-5);
 

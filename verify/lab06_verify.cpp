@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
@@ -96,11 +97,29 @@ int main(int argc, char** argv) {
     run.print("Checks 1-2. " + std::to_string(T) + " decoder queries over 2 encoder sequences of " +
               std::to_string(S) + " keys; sequence 1 ends in " + std::to_string(kPadded) +
               " <pad>.");
+    // For `workbook diff`, each block's outputs: the seeded weights (exact, as
+    // MultiheadCrossAttention.SeededWeightsFollowTheBlueprint), Block B's masks on the verify
+    // program's padding and a (T, S) mask removing the keys s > t (exact: they are 0, 1 and the
+    // masks' own values), and the forward (1e-5, the tests' kTolerance).
+    {
+      const MultiheadCrossAttention seeded(kDModel, kHeads, kSeed + 1);
+      run.record("constructor_w_q", seeded.w_q(), 0.0, "A");
+      run.record("constructor_w_k", seeded.w_k(), 0.0, "A");
+      run.record("constructor_w_v", seeded.w_v(), 0.0, "A");
+      run.record("constructor_w_o", seeded.w_o(), 0.0, "A");
+      const Tensor2 later_keys =
+          xt::where(xt::triu(xt::ones<float>({T, S}), 1) > 0.5f, minimodel::kMaskedScore, 0.0f);
+      CrossAttentionOptions masks = options;
+      masks.attn_mask = minimodel::as_attn_mask(later_keys);
+      run.record("as_attn_mask", *masks.attn_mask, 0.0, "B");
+      run.record("removed_keys", xt::cast<float>(minimodel::removed_keys(masks, B, T, S)), 0.0,
+                 "B");
+    }
     MultiheadCrossAttention m = make_module(0.0f);
     const minimodel::AttentionOutput out = m.forward(query, memory, memory, options);
-    const Tensor4& weights = *out.weights;   // (B, H, T, S)
-    run.record("output", out.output, 1e-5);  // the tolerance of the lab 06 tests
-    run.record("attention_weights", weights, 1e-5);
+    const Tensor4& weights = *out.weights;  // (B, H, T, S)
+    run.record("forward_output", out.output, 1e-5, "C");
+    run.record("forward_attention_weights", weights, 1e-5, "C");
     run.print("output " + minimodel::shape_of(out.output) + ", weights " +
               minimodel::shape_of(weights));
     const auto padded = xt::view(weights, 1, xt::all(), xt::all(), xt::range(S - kPadded, S));

@@ -15,6 +15,8 @@
 
 #include <cblas.h>   // OpenBLAS: cblas_sgemv, openblas_set_num_threads
 #include <malloc.h>  // glibc: mallopt
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmath.hpp>
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
 
@@ -188,6 +190,20 @@ int main(int argc, char** argv) {
     run.check("each measured allocation is the formula to within 1%", worst <= 0.01, worst,
               "largest relative difference " + workbench::scientific(worst));
 
+    // For `workbook diff`, Block A's cache on its own (exact: append and truncate copy values):
+    // (B 2, H_kv 2, max_len 4, d_head 3), two tokens appended, sequence 1 cut to one, one more.
+    {
+      KVCache cache(2, 2, 4, 3);
+      const minimodel::Tensor4 k =
+          xt::reshape_view(xt::arange<float>(24) + 1.0f, std::array<std::size_t, 4>{2, 2, 2, 3});
+      cache.append(k, -k);
+      cache.truncate(1, 1);
+      cache.append(xt::view(k, xt::all(), xt::all(), xt::range(0, 1)),
+                   xt::view(-k, xt::all(), xt::all(), xt::range(0, 1)));
+      run.record("kv_cache_keys", cache.keys(), 0.0, "A");
+      run.record("kv_cache_values", cache.values(), 0.0, "A");
+    }
+
     // ---- Block B: decoding equals the full forward ----
     run.print(
         "Checks 3-4 (Block B). Decoding <bos> I work , you work , he (d_model 64, H 4, "
@@ -200,7 +216,18 @@ int main(int argc, char** argv) {
                                        *mha.rope(), sentence_positions)
             .output;
     const Tensor3 token_by_token = decode(mha, x, 0);
-    run.record("token_by_token", token_by_token, kTolerance);
+    // Block B's kv_head (exact), RoPE at (B, T) positions (lab 05's tests' 1e-5) and forward_step
+    // (kTolerance: the tests compare at scale max(1, max |y|), here absolute).
+    xt::xtensor<float, 1> kv_heads = xt::zeros<float>({kHeads});
+    for (std::size_t h = 0; h < kHeads; ++h) kv_heads(h) = float(gqa.kv_head(h));
+    run.record("kv_head", kv_heads, 0.0, "B");
+    {
+      const minimodel::Tensor4 rows = xt::reshape_view(xt::sin(xt::arange<float>(2 * 1 * 3 * 16)),
+                                                       std::array<std::size_t, 4>{2, 1, 3, 16});
+      const BatchPositions at = {{0, 1, 2}, {5, 7, 6}};
+      run.record("rope_batch_positions", mha.rope()->apply(rows, at), 1e-5, "B");
+    }
+    run.record("forward_step_token_by_token", token_by_token, kTolerance, "B");
     run.check_max_abs_diff("one token at a time: equals the full causal forward",
                            scaled_diff(token_by_token, full), kTolerance);
     const Tensor3 prompt_then_tokens = decode(mha, x, kPrompt);
@@ -213,7 +240,13 @@ int main(int argc, char** argv) {
         "decoded token by token, against their own forward over the whole sentence (differences "
         "scaled as above).");
     const Tensor3 gqa_decoded = decode(gqa, x, 0);
-    run.record("gqa_token_by_token", gqa_decoded, kTolerance);
+    run.record("forward_step_gqa_token_by_token", gqa_decoded, kTolerance, "B");
+    {
+      const minimodel::Tensor4 kv = xt::reshape_view(xt::arange<float>(2 * 2 * 3 * 2),
+                                                     std::array<std::size_t, 4>{2, 2, 3, 2});
+      run.record("repeat_kv", minimodel::repeat_kv(kv, 2), 0.0, "C");  // exact: a copy
+    }
+    run.record("forward_gqa", gqa.forward(x, first_positions(T)), kTolerance, "C");
     run.check_max_abs_diff("H_kv 2: decoding equals forward",
                            scaled_diff(gqa_decoded, gqa.forward(x, first_positions(T))),
                            kTolerance);

@@ -110,6 +110,23 @@ double layer_error(MhaParams<double>& p, MatrixD& x, const MatrixD& r, const Mha
 
 double frobenius(const MatrixD& m) { return std::sqrt(double(xt::sum(m * m)())); }
 
+// What `workbook diff 09` compares, in float32 (the precision lab 10 trains in): every gradient of
+// `g` as "<function>_<gradient>", of Block `block`. kTorchTolerance of tests/lab09_test.cpp:
+// float32 agrees with PyTorch to 1e-5 of max(1, max |value|), and these values are below 10.
+constexpr double kRecordTolerance = 1e-5;
+
+void record_grads(workbench::VerifyRun& run, const std::string& function, const MhaGrads<float>& g,
+                  const std::string& block) {
+  const std::pair<const char*, const Matrix<float>*> weights[] = {
+      {"dx", &g.dx}, {"dw_q", &g.dw_q}, {"dw_k", &g.dw_k}, {"dw_v", &g.dw_v}, {"dw_o", &g.dw_o}};
+  for (const auto& [name, value] : weights)
+    run.record(function + "_" + name, *value, kRecordTolerance, block);
+  const std::pair<const char*, const Vector<float>*> biases[] = {
+      {"db_q", &g.db_q}, {"db_k", &g.db_k}, {"db_v", &g.db_v}, {"db_o", &g.db_o}};
+  for (const auto& [name, value] : biases)
+    run.record(function + "_" + name, *value, kRecordTolerance, block);
+}
+
 std::string number(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", value);
@@ -162,6 +179,22 @@ int main(int argc, char** argv) {
       worst = std::max(worst, finite_difference_error(v, g.dv, loss, rng));
       run.check_max_abs_diff("dq, dk, dv agree with finite differences", worst,
                              kFiniteDifferenceTolerance);
+
+      // The same head in float32, for `workbook diff`: each of Block A's functions' outputs.
+      const Matrix<float> q32 = xt::cast<float>(q), k32 = xt::cast<float>(k),
+                          v32 = xt::cast<float>(v), r32 = xt::cast<float>(r_head);
+      minimodel::AttentionTape<float> tape32;
+      run.record("attention_forward",
+                 minimodel::attention_forward<float>(q32, k32, v32, causal, tape32),
+                 kRecordTolerance, "A");
+      run.record("softmax_backward",
+                 minimodel::softmax_backward<float>(tape32.probs,
+                                                    xt::linalg::dot(r32, xt::transpose(v32))),
+                 kRecordTolerance, "A");
+      const minimodel::AttentionGrads<float> g32 = minimodel::attention_backward(tape32, r32);
+      run.record("attention_backward_dq", g32.dq, kRecordTolerance, "A");
+      run.record("attention_backward_dk", g32.dk, kRecordTolerance, "A");
+      run.record("attention_backward_dv", g32.dv, kRecordTolerance, "A");
     }
 
     // ---- Block B: the multi-head layer ----
@@ -183,11 +216,11 @@ int main(int argc, char** argv) {
                              layer_error(pd, xd, r, g, forward), kFiniteDifferenceTolerance);
 
       minimodel::MhaTape<float> tape32;
-      minimodel::mha_forward<float>(params, x, causal, tape32);
+      run.record("mha_forward", minimodel::mha_forward<float>(params, x, causal, tape32),
+                 kRecordTolerance, "B");
       const MhaGrads<float> g32 =
           minimodel::mha_backward<float>(params, tape32, xt::cast<float>(r));
-      run.record("mha_dx", g32.dx, 1e-5);
-      run.record("mha_dw_q", g32.dw_q, 1e-5);
+      record_grads(run, "mha_backward", g32, "B");
       const double key = xt::amax(xt::abs(g32.db_k))(), query = xt::amax(xt::abs(g32.db_q))();
       run.check("the key bias gets no gradient: max |db_K| <= 1e-5 · max |db_Q|",
                 key <= kKeyBiasRatio * query, key / query,
@@ -209,9 +242,26 @@ int main(int argc, char** argv) {
       };
       forward();
       const MhaGrads<double> g = minimodel::block_backward(pd, tape, r);
-      run.check_max_abs_diff(std::string(norm == Norm::post_ln ? "post-LN" : "pre-LN") +
-                                 " block: dx and every dW, db agree with finite differences",
+      const std::string name = norm == Norm::post_ln ? "post-LN" : "pre-LN";
+      run.check_max_abs_diff(name + " block: dx and every dW, db agree with finite differences",
                              layer_error(pd, xd, r, g, forward), kFiniteDifferenceTolerance);
+
+      // In float32, for `workbook diff`: LayerNorm's forward and backward once, then each block.
+      const Matrix<float> r32 = xt::cast<float>(r);
+      if (norm == Norm::post_ln) {
+        minimodel::LayerNormTape<float> ln_tape;
+        run.record("layer_norm_forward", minimodel::layer_norm_forward<float>(x, ln_tape),
+                   kRecordTolerance, "C");
+        run.record("layer_norm_backward_dx", minimodel::layer_norm_backward<float>(ln_tape, r32),
+                   kRecordTolerance, "C");
+      }
+      const std::string prefix = norm == Norm::post_ln ? "post_ln_" : "pre_ln_";
+      minimodel::BlockTape<float> tape32;
+      run.record(prefix + "block_forward",
+                 minimodel::block_forward<float>(params, norm, x, causal, tape32), kRecordTolerance,
+                 "C");
+      record_grads(run, prefix + "block_backward",
+                   minimodel::block_backward<float>(params, tape32, r32), "C");
     }
 
     // ---- Measurement: saturation without the scale ----

@@ -169,12 +169,34 @@ int main(int argc, char** argv) {
       const xt::xtensor<float, 3> logits =
           minimodel::model_forward(initial, model.n_heads, probe.tokens, probe_tape);
       xt::xtensor<float, 3> d_logits;
-      minimodel::next_token_loss(logits, probe.tokens, d_logits);
+      const Matrix<float> losses = minimodel::next_token_loss(logits, probe.tokens, d_logits);
       const ModelParams<float> grads =
           minimodel::model_backward(initial, model.n_heads, probe_tape, d_logits);
-      run.record("untrained_logits", logits, 1e-4);
-      run.record("untrained_grad_embedding", grads.embedding, 1e-4);
-      run.record("untrained_grad_layer0_w_q", grads.layers[0].w_q, 1e-4);
+      // init_model is exact (InitModel.FollowsTheBlueprint compares with ==).
+      run.record("init_model_embedding", initial.embedding, 0.0, "A");
+      run.record("init_model_layer0_w_q", initial.layers[0].w_q, 0.0, "A");
+      run.record("model_forward_logits", logits, 1e-4, "A");
+      run.record("next_token_loss", losses, 1e-4, "A");
+      run.record("next_token_loss_d_logits", d_logits, 1e-4, "A");
+      run.record("model_backward_embedding", grads.embedding, 1e-4, "B");
+      run.record("model_backward_positions", grads.positions, 1e-4, "B");
+      run.record("model_backward_layer0_w_q", grads.layers[0].w_q, 1e-4, "B");
+      run.record("model_backward_unembedding", grads.unembedding, 1e-4, "B");
+      // Block C: two adam_update steps on a hand-made tensor (1e-6, AdamUpdate.MatchesTwoSteps…),
+      // then two train_steps on a copy of the untrained model: the second's losses, after one
+      // update (1e-4, as above).
+      Matrix<float> param = {{0.5f, -1.0f, 2.0f}, {0.0f, 1.5f, -0.25f}};
+      const Matrix<float> grad = {{0.3f, -2.0f, 1.0f}, {-0.5f, 0.1f, 4.0f}};
+      Matrix<float> m = xt::zeros<float>(param.shape()), v = xt::zeros<float>(param.shape());
+      for (std::size_t t = 1; t <= 2; ++t)
+        minimodel::adam_update(param, grad, m, v, t, {0.1f, 0.9f, 0.999f, 1e-8f});
+      run.record("adam_update_two_steps", param, 1e-6, "C");
+      ModelParams<float> stepped = initial;
+      minimodel::Adam probe_adam(stepped, {kLearningRate, 0.9f, 0.999f, 1e-8f});
+      minimodel::train_step(stepped, model.n_heads, probe_adam, probe.tokens);
+      run.record("train_step_losses_after_one_step",
+                 minimodel::train_step(stepped, model.n_heads, probe_adam, probe.tokens), 1e-4,
+                 "C");
     }
     minimodel::Adam adam(params, {kLearningRate, 0.9f, 0.999f, 1e-8f});
     std::mt19937_64 data(lab_setup::kSeed + 1);

@@ -206,6 +206,19 @@ int main(int argc, char** argv) {
         {"error", "max over the frequency index k of |angle - angle in float64|"}}}};
   return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
     // ---- Block A: the formats' landmarks ----
+    // For `workbook diff`: round_to each 16-bit format on values near its landmarks, exact (the
+    // lab 11 tests compare bit patterns).
+    {
+      const xt::xtensor<float, 1> values = {
+          0.1f,  1.0f / 3, 1.0f + 1.0f / 2048, 65504.0f, 65519.0f, 65520.0f, 6.1e-5f,
+          6e-8f, -2.9e-8f, 3.14159f,           1e5f,     -1e9f,    257.0f,   1.00390625f};
+      for (const Precision precision : {Precision::fp16, Precision::bf16}) {
+        xt::xtensor<float, 1> rounded = values;
+        for (float& value : rounded) value = minimodel::round_to(value, precision);
+        run.record(std::string("round_to_") + minimodel::precision_name(precision), rounded, 0.0,
+                   "A");
+      }
+    }
     run.print(
         "Check 1 (Block A). round_to on each format's landmarks: the largest finite value, the "
         "first value that rounds to inf, a tie (to even), a subnormal.");
@@ -278,7 +291,7 @@ int main(int argc, char** argv) {
           run.record(std::string("output_") +
                          minimodel::precision_name(kKernels[i].kernel.storage) + "_S" +
                          std::to_string(S),
-                     out, 2 * format_of(kKernels[i].kernel.storage).unit_roundoff());
+                     out, 2 * format_of(kKernels[i].kernel.storage).unit_roundoff(), "B");
         errors[i].push_back(max_abs_error(out, truth));
         line += format("%15.3e", errors[i].back());
         row[kKernels[i].name] = errors[i].back();
@@ -447,7 +460,15 @@ int main(int argc, char** argv) {
       categories.push_back(category);
     }
     for (const SafeCheck& c : safe_checks) run.check(c.name, c.passed, c.value, c.detail);
-    run.record("largest_safe_logits", safe_record, 0.0);  // exact: the formats decide them
+    run.record("largest_safe_logits", safe_record, 0.0, "C");  // exact: the formats decide them
+    {  // Block C's masks, exact: each format's own values.
+      xt::xtensor<float, 1> masks = xt::zeros<float>({std::size_t{3}});
+      std::size_t i = 0;
+      for (const Precision precision : {Precision::fp32, Precision::bf16, Precision::fp16})
+        masks(i++) = minimodel::mask_value(precision);
+      run.record("mask_value_fp32_bf16_fp16", masks, 0.0, "C");
+      run.record("causal_mask_in_fp16", minimodel::causal_mask_in(4, Precision::fp16), 0.0, "C");
+    }
     run.measure("largest_safe_logit", safe_rows);
 
     workbench::BarChart safe_chart;
@@ -472,6 +493,14 @@ int main(int argc, char** argv) {
         minimodel::rope_angles_in(positions, kRopeDHead, kTheta, Precision::fp32);  // (P, d/2)
     const Tensor2 angles_bf16 =
         minimodel::rope_angles_in(positions, kRopeDHead, kTheta, Precision::bf16);  // (P, d/2)
+    {  // For `workbook diff`: a few positions around bf16's 256, each format's angles. fp32 to 1e-6
+       // of max(1, angle) at angles below 1000 (RopeAngles' tolerance); bf16 exact, as its tests.
+      const Positions few = {0, 1, 255, 256, 257, 259, 1000};
+      run.record("rope_angles_in_fp32", minimodel::rope_angles_in(few, 8, kTheta, Precision::fp32),
+                 1e-3, "C");
+      run.record("rope_angles_in_bf16", minimodel::rope_angles_in(few, 8, kTheta, Precision::bf16),
+                 0.0, "C");
+    }
     std::vector<double> frequencies(kRopeDHead / 2);
     for (std::size_t k = 0; k < frequencies.size(); ++k)
       frequencies[k] = std::pow(double(kTheta), -2.0 * double(k) / double(kRopeDHead));

@@ -1,6 +1,7 @@
 // `workbook diff NN`: run the learner's and the reference's verify programs on the same inputs and
 // compare the outputs they record (run.record in verify/labNN_verify.cpp), within the tolerance
-// of the lab's tests.
+// of the lab's tests; each output's row names the block whose code produced it.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -59,16 +60,37 @@ int diff_lab(const Context& ctx, const std::string& number) {
                            ") or recorded no outputs; does " + lab.verify +
                            " call run.record(…)?\n" + ref_run.output);
 
+  // Column widths from what is printed: a lab records a dozen outputs or more, with names such
+  // as "attention_backward_dq" and shapes such as "(1, 4, 12, 12)".
+  std::size_t name_width = 8, shape_width = 8;
+  bool any_block = false;
+  for (const auto& [name, info] : ref_outputs.items()) {
+    name_width = std::max(name_width, name.size() + 2);
+    shape_width = std::max(shape_width, shape_text(info.at("shape")).size() + 2);
+    any_block = any_block || info.contains("block");
+  }
+  const std::size_t block_width = any_block ? 7 : 0;
   std::cout << ctx.bold(heading(lab))
             << ": your outputs vs the reference's, on the verify program's inputs\n";
-  std::cout << pad("output", 20) << pad("shape", 18) << pad("max abs diff", 14)
-            << pad("tolerance", 11) << "within?\n";
+  std::cout << (any_block ? pad("Block", block_width) : "") << pad("output", name_width)
+            << pad("shape", shape_width) << pad("max abs diff", 14) << pad("tolerance", 11)
+            << "within?\n";
   std::size_t within = 0;
+  // The output beyond tolerance of the earliest block (the first such in that block), where a
+  // learner should look first: a wrong Block A makes every later block's outputs wrong too.
+  std::string first_beyond, first_beyond_block;
+  auto beyond = [&](const std::string& name, const nlohmann::ordered_json& info) {
+    const std::string block = info.value("block", "");
+    if (!first_beyond.empty() && block >= first_beyond_block) return;
+    first_beyond = (block.empty() ? "" : "Block " + block + "'s ") + name;
+    first_beyond_block = block;
+  };
   for (const auto& [name, info] : ref_outputs.items()) {
     const double tolerance = info.at("tolerance").get<double>();
-    std::cout << pad(name, 20);
+    if (any_block) std::cout << pad(info.value("block", ""), block_width);
+    std::cout << pad(name, name_width);
     if (!learner_outputs.contains(name)) {
-      std::cout << pad(shape_text(info.at("shape")), 18) << pad("—", 14)
+      std::cout << pad(shape_text(info.at("shape")), shape_width) << pad("—", 14)
                 << pad(scientific(tolerance), 11) << ctx.yellow("not reached") << '\n';
       continue;
     }
@@ -77,14 +99,16 @@ int diff_lab(const Context& ctx, const std::string& number) {
     if (mine.shape() != theirs.shape()) {
       std::cout << pad(shape_text(learner_outputs[name].at("shape")) + " vs " +
                            shape_text(info.at("shape")),
-                       32)
+                       shape_width + 14)
                 << pad(scientific(tolerance), 11) << ctx.red("no: shapes differ") << '\n';
+      beyond(name, info);
       continue;
     }
     const double diff = workbench::max_abs_diff(mine, theirs);
     const bool ok = diff <= tolerance;
     within += ok;
-    std::cout << pad(shape_text(info.at("shape")), 18)
+    if (!ok) beyond(name, info);
+    std::cout << pad(shape_text(info.at("shape")), shape_width)
               << pad(diff == 0.0 ? "0" : scientific(diff), 14) << pad(scientific(tolerance), 11)
               << (ok ? ctx.green("yes") : ctx.red("no")) << '\n';
   }
@@ -100,6 +124,8 @@ int diff_lab(const Context& ctx, const std::string& number) {
   std::cout << within << " of " << total << " outputs within tolerance";
   if (within == total) std::cout << ": " << ctx.green("0 differences beyond tolerance");
   std::cout << '\n';
+  if (!first_beyond.empty())
+    std::cout << "the first output beyond tolerance is " << first_beyond << ": start there\n";
   return within == total ? kSuccess : kNotDone;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -36,9 +37,95 @@ std::string gtest_bytes(const std::string& parsed) {
   return bytes;
 }
 
+// The lines of GoogleTest's own assertion text (gtest 1.12) after its "file:line", put on one line
+// with its values, or nullopt for any other text:
+//   EXPECT_EQ, _FLOAT_EQ   "Expected equality of these values:", "  a", "    Which is: 3", "  4"
+//                          -> "a (3) != 4"
+//   EXPECT_NE, _LT, _GT …  "Expected: (a) < (b), actual: 3 vs 1" -> "expected a < b, got 3 vs 1"
+//   EXPECT_NEAR            "The difference between a and b is 0.5, which exceeds t, where",
+//                          "a evaluates to 1,", "b evaluates to 1.5, and", "t evaluates to 0.1."
+//                          -> "|a - b| = 0.5 > t: a = 1, b = 1.5"
+//   EXPECT_TRUE, _FALSE    "Value of: ok", "  Actual: false", "Expected: true" -> "ok is false"
+//   EXPECT_THROW           "Expected: s throws an exception of type E.", "  Actual: it throws
+//                          nothing." -> "s should throw E: it throws nothing"
+// A message the test streams in (EXPECT_EQ(a, b) << "head 1") follows on its own lines; it is
+// appended after "; ". The trace ("Google Test trace:") and an EXPECT_EQ's "With diff:" are not.
+std::optional<std::string> assertion_summary(const std::vector<std::string>& lines) {
+  if (lines.empty()) return std::nullopt;
+  using workbench::starts_with;
+  using workbench::trim;
+  std::string summary;
+  std::size_t next = 1;  // the first line of the test's own message
+  static const std::regex comparison(
+      R"(^Expected: \((.*)\) (!=|<|<=|>|>=) \((.*)\), actual: (.*)$)");
+  static const std::regex near(
+      R"(^The difference between (.*) and (.*) is (.*), which exceeds (.*), where$)");
+  static const std::regex throws(R"(^Expected: (.*) throws an exception of type (.*)\.$)");
+  std::smatch m;
+  if (lines[0] == "Expected equality of these values:") {
+    // Two operands, each "  expression" and, unless it is a literal, "    Which is: value".
+    std::vector<std::string> operands;
+    for (; next < lines.size() && starts_with(lines[next], "  "); ++next) {
+      const std::string& line = lines[next];
+      if (starts_with(line, "    Which is: ") && !operands.empty()) {
+        std::string value = line.substr(14);  // long values cut, so that both operands show
+        if (value.size() > 80) value = value.substr(0, 77) + "...";
+        operands.back() += " (" + value + ")";
+      } else if (!starts_with(line, "    "))
+        operands.push_back(trim(line));
+    }
+    if (operands.size() != 2) return std::nullopt;
+    summary = operands[0] + " != " + operands[1];
+    if (next < lines.size() && lines[next] == "With diff:") {  // a multi-line string's diff
+      for (++next; next < lines.size() && !lines[next].empty(); ++next) {
+      }
+    }
+  } else if (std::regex_match(lines[0], m, comparison)) {
+    summary =
+        "expected " + m[1].str() + " " + m[2].str() + " " + m[3].str() + ", got " + m[4].str();
+  } else if (std::regex_match(lines[0], m, near)) {
+    summary = "|" + m[1].str() + " - " + m[2].str() + "| = " + m[3].str() + " > " + m[4].str();
+    // "a evaluates to 1,", "b evaluates to 1.5, and", "t evaluates to 0.1.": a's and b's values.
+    for (const std::string& operand : {m[1].str(), m[2].str()}) {
+      const std::string prefix = operand + " evaluates to ";
+      if (next < lines.size() && starts_with(lines[next], prefix)) {
+        std::string value = lines[next].substr(prefix.size());
+        for (const std::string end : {", and", ","})
+          if (value.size() >= end.size() &&
+              value.compare(value.size() - end.size(), end.size(), end) == 0) {
+            value.resize(value.size() - end.size());
+            break;
+          }
+        summary += (operand == m[1].str() ? ": " : ", ") + operand + " = " + value;
+        ++next;
+      }
+    }
+    if (next < lines.size() && lines[next].find(" evaluates to ") != std::string::npos) ++next;
+  } else if (starts_with(lines[0], "Value of: ") && lines.size() >= 3 &&
+             (trim(lines[1]) == "Actual: false" || trim(lines[1]) == "Actual: true") &&
+             starts_with(lines[2], "Expected: ")) {
+    summary = lines[0].substr(10) + " is " + trim(lines[1]).substr(8);
+    next = 3;
+  } else if (std::regex_match(lines[0], m, throws) && lines.size() >= 2 &&
+             starts_with(trim(lines[1]), "Actual: ")) {
+    summary = m[1].str() + " should throw " + m[2].str() + ": " + trim(lines[1]).substr(8);
+    if (summary.back() == '.') summary.pop_back();
+    next = 2;
+  } else {
+    return std::nullopt;
+  }
+  std::string message;
+  for (; next < lines.size() && lines[next] != "Google Test trace:"; ++next)
+    if (!trim(lines[next]).empty()) message += (message.empty() ? "" : " ") + trim(lines[next]);
+  return message.empty() ? summary : summary + "; " + message;
+}
+
+}  // namespace
+
 // GoogleTest's failure text: "file:line", what failed (the expression, "Actual: false (…)" with
-// our checks' expected vs got, max abs diff and where), then "Google Test trace:" and one
-// "file:line: text" per SCOPED_TRACE ("head 1", "role q"), which pinpoints the case.
+// our checks' expected vs got, max abs diff and where; or gtest's own text for EXPECT_EQ and the
+// like, see assertion_summary), then "Google Test trace:" and one "file:line: text" per
+// SCOPED_TRACE ("head 1", "role q"), which pinpoints the case.
 TestFailure parse_failure(const std::string& test, const std::string& failure) {
   TestFailure parsed{test, "", {}};
   std::vector<std::string> lines = workbench::split_lines(failure);
@@ -75,6 +162,8 @@ TestFailure parse_failure(const std::string& test, const std::string& failure) {
       if (!parsed.summary.empty() && parsed.summary.back() == ')') parsed.summary.pop_back();
     }
   }
+  if (parsed.summary.empty())
+    if (const auto summary = assertion_summary(lines)) parsed.summary = *summary;
   // FAIL() << message (a stub test's TODO) reads "Failed", then the message.
   if (parsed.summary.empty() && !parsed.details.empty())
     parsed.summary = parsed.details.size() > 1 && parsed.details.front() == "Failed"
@@ -83,6 +172,8 @@ TestFailure parse_failure(const std::string& test, const std::string& failure) {
   if (parsed.summary.size() > 240) parsed.summary = parsed.summary.substr(0, 237) + "...";
   return parsed;
 }
+
+namespace {
 
 // The registry's order: by block (A before B), then as the block lists its tests, which is the
 // test file's order, the most basic first. Tests the registry does not list go last.

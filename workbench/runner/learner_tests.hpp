@@ -33,6 +33,12 @@ struct LabResult {
   std::string problem;  ///< e.g. "test-lab00-learner crashed with signal 11 … in Softmax.X"
 };
 
+/// One failure of a test program's JSON report: `failure` is its "failure" text (GoogleTest's
+/// "file:line", what failed, the test's own message, "Google Test trace:" lines). The summary keeps
+/// the values: "mha.n_heads() (3) != 4" for an EXPECT_EQ, "threw: …" for an exception, the
+/// parenthesised text of "Actual: false (…)" for our checks; at most 240 characters.
+TestFailure parse_failure(const std::string& test, const std::string& failure);
+
 /// Builds lab `lab`'s learner tests and verify program (the target labNN-learner, so that neither
 /// is ever stale), then runs the tests: those `gtest_filter` names, or all, whose result is
 /// remembered (last_results.hpp). `labs` is the registry, for the lab's prerequisites.

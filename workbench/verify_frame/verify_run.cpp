@@ -63,12 +63,14 @@ bool VerifyRun::check(const std::string& name, bool passed, double value,
   return passed;
 }
 
-void VerifyRun::record(const std::string& name, const xt::xarray<float>& value, double tolerance) {
+void VerifyRun::record(const std::string& name, const xt::xarray<float>& value, double tolerance,
+                       const std::string& block) {
   if (dump_dir_.empty()) return;
   std::filesystem::create_directories(dump_dir_);
   save_npy_f32(dump_dir_ / (name + ".npy"), value);
   const std::vector<std::size_t> shape(value.shape().begin(), value.shape().end());
   recorded_[name] = {{"shape", shape}, {"tolerance", tolerance}};
+  if (!block.empty()) recorded_[name]["block"] = block;
   write_file_atomically(dump_dir_ / "outputs.json", recorded_.dump(2) + "\n");
 }
 

@@ -49,11 +49,13 @@ class VerifyRun {
   bool check(const std::string& name, bool passed, double value, const std::string& detail);
 
   /// Names `value` as one of this lab's key outputs, compared by `workbook diff` with the other
-  /// implementation's to within `tolerance` (that of the lab's tests). When the program runs with
-  /// --dump DIR it writes DIR/<name>.npy and rewrites DIR/outputs.json (name -> shape, tolerance)
-  /// at once, so the outputs recorded before a TODO stub stopped the program are kept. Without
-  /// --dump it does nothing. `name` is a file name: letters, digits and '_'.
-  void record(const std::string& name, const xt::xarray<float>& value, double tolerance);
+  /// implementation's to within `tolerance` (that of the lab's tests). `block` is the lab's block
+  /// whose code produced it ("A"), shown in diff's Block column; "" for none. When the program
+  /// runs with --dump DIR it writes DIR/<name>.npy and rewrites DIR/outputs.json (name -> shape,
+  /// tolerance, block) at once, so the outputs recorded before a TODO stub stopped the program are
+  /// kept. Without --dump it does nothing. `name` is a file name: letters, digits and '_'.
+  void record(const std::string& name, const xt::xarray<float>& value, double tolerance,
+              const std::string& block = "");
 
   /// Keeps a measurement under `name` in the manifest's "measurements" (written only when there is
   /// one): a number such as a time, which is reported but never checked, since it varies from run
