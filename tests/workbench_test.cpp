@@ -721,7 +721,7 @@ TEST(MeasuredLegends, HeapBytesSayBuffersReusedOnlyWhenTheSecondCallAllocatesIts
 
 TEST(MeasuredLegends, CausalLineSaysHowManyOfTheTilesAboveTheDiagonalWereSkipped) {
   EXPECT_EQ(workbench::causal_skip_legend("efficient_forward", 28, 28),
-            "efficient_forward, causal: skips the tiles above the diagonal (check 4)");
+            "efficient_forward, causal: skips the tiles above the diagonal");
   EXPECT_EQ(workbench::causal_skip_legend("efficient_forward", 0, 28),
             "efficient_forward, causal: computes every tile (check 4: skips none of 28)");
   EXPECT_EQ(workbench::causal_skip_legend("efficient_forward", 21, 28),

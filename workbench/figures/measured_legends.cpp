@@ -42,7 +42,7 @@ std::string heap_bytes_legend(const std::string& layer, std::size_t T, const Cal
 std::string causal_skip_legend(const std::string& layer, std::size_t skipped,
                                std::size_t above_diagonal) {
   const std::string head = layer + ", causal: ";
-  if (skipped == above_diagonal) return head + "skips the tiles above the diagonal (check 4)";
+  if (skipped == above_diagonal) return head + "skips the tiles above the diagonal";
   if (skipped == 0)
     return head + "computes every tile (check 4: skips none of " + std::to_string(above_diagonal) +
            ")";

@@ -28,7 +28,7 @@ std::string heap_bytes_legend(const std::string& layer, std::size_t T, const Cal
 
 /// The legend of a layer's causal line, from the tiles its kernel skipped in a causal run that
 /// has `above_diagonal` tiles above the diagonal: "LAYER, causal: skips the tiles above the
-/// diagonal (check 4)", "LAYER, causal: skips 3 of the 28 tiles above the diagonal (check 4)",
+/// diagonal", "LAYER, causal: skips 3 of the 28 tiles above the diagonal (check 4)",
 /// or "LAYER, causal: computes every tile (check 4: skips none of 28)".
 std::string causal_skip_legend(const std::string& layer, std::size_t skipped,
                                std::size_t above_diagonal);
