@@ -229,8 +229,13 @@ int main(int argc, char** argv) {
     else
       frame_args.push_back(argv[i]);
   }
-  const std::string torch_hint =
-      "build/bin/" + std::filesystem::path(argv[0]).filename().string() + " --torch";
+  // The command that adds torch, as the learner would type it from the repository's top.
+  std::filesystem::path self = argv[0];
+  if (self.is_absolute()) {
+    const std::filesystem::path inside = self.lexically_relative(workbench::source_dir());
+    self = !inside.empty() && *inside.begin() != ".." ? inside : self.filename();
+  }
+  const std::string torch_hint = self.string() + " --torch";
   nlohmann::json bench_suite = nlohmann::json::array();
   for (const workbench::BenchShape& s : workbench::kBenchSuite)
     bench_suite.push_back({{"T", s.T}, {"d_model", s.d_model}, {"n_heads", s.n_heads}});
