@@ -215,6 +215,329 @@ TorchRun measure_torch(const std::vector<workbench::BenchShape>& shapes) {
   return torch;
 }
 
+// The verify run; main() takes --torch out of the options first.
+int verify_lab07(int argc, char** argv, bool torch_requested, const std::string& torch_hint) {
+  nlohmann::json bench_suite = nlohmann::json::array();
+  for (const workbench::BenchShape& s : workbench::kBenchSuite)
+    bench_suite.push_back({{"T", s.T}, {"d_model", s.d_model}, {"n_heads", s.n_heads}});
+  const nlohmann::json config = lab_setup::toy_config(
+      {{"tiles", {{"queries", minimodel::Tiles{}.queries}, {"keys", minimodel::Tiles{}.keys}}},
+       {"causal_tiles", {{"T", kTileT}, {"tile", kTile}}},
+       {"memory_lab01_T", kLab01Lengths},
+       {"memory_tiled_T", kTiledLengths},
+       {"time_d_model", kTimeDModel},
+       {"time_n_heads", kTimeHeads},
+       {"time_lab01_T", kTimeLab01Lengths},
+       {"time_tiled_T", kTimeTiledLengths},
+       {"time_threads", 1},
+       {"time_repetitions", kRepetitions},
+       {"bench_suite", bench_suite},
+       {"torch", torch_requested}});
+  return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
+    const auto& tokens = toy_sentence();
+    const std::size_t T = tokens.size();
+    const Tensor2 embedded = embed_tokens(tokens);  // (T, d_model)
+    const Tensor3 x = xt::reshape_view(embedded, std::array<std::size_t, 3>{1, T, kDModel});
+
+    run.print(
+        "Checks 1-2 (Block A). online_softmax on rows that start with -inf, and a row with no "
+        "key.");
+    const Tensor2 scores = {{-kInf, -kInf, 0.5f, 2.0f, -kInf}, {-kInf, -kInf, -kInf, -kInf, -kInf}};
+    const Tensor2 weights = minimodel::online_softmax(scores);
+    run.print_matrix("online_softmax", weights);
+    const Tensor2 finite = {{0.5f, 2.0f}};
+    Tensor2 expected = xt::zeros<float>({2, 5});
+    xt::view(expected, 0, xt::range(2, 4)) = xt::view(minimodel::softmax(finite), 0);
+    run.check_max_abs_diff("-inf first: the weights of the finite scores, 0 elsewhere",
+                           workbench::max_abs_diff(xt::view(weights, 0), xt::view(expected, 0)),
+                           kTolerance);
+    run.check_max_abs_diff("every score -inf: zeros, not NaN",
+                           workbench::max_abs_diff(xt::view(weights, 1), xt::view(expected, 1)),
+                           0.0);
+
+    run.print("Checks 3-4 (Block B). Causal attention of one head over T = " +
+              std::to_string(kTileT) + " in " + std::to_string(kTile) + " x " +
+              std::to_string(kTile) + " tiles (q = k = v, d_head 16).");
+    xt::random::seed(kSeed);
+    const Tensor2 q = xt::random::randn<float>({kTileT, std::size_t{16}});
+    minimodel::TileCounts counts;
+    minimodel::TiledOptions options;
+    options.causal = true;
+    options.tiles = {kTile, kTile};
+    options.counts = &counts;
+    const Tensor2 tiled_head = minimodel::tiled_attention(q, q, q, options);
+    run.record("tiled_attention_causal", tiled_head, kLongTolerance);
+    run.check_max_abs_diff(
+        "equals single_head_attention with causal_mask(" + std::to_string(kTileT) + ")",
+        workbench::max_abs_diff(
+            tiled_head,
+            minimodel::single_head_attention(q, q, q, minimodel::causal_mask(kTileT)).output),
+        kLongTolerance);
+    const std::size_t blocks = kTileT / kTile;
+    run.check(
+        "only the tiles on and below the diagonal are computed",
+        counts.computed == blocks * (blocks + 1) / 2 && counts.skipped == blocks * (blocks - 1) / 2,
+        double(counts.skipped),
+        std::to_string(counts.computed) + " computed, " + std::to_string(counts.skipped) +
+            " skipped of " + std::to_string(blocks * blocks));
+    // Each tile's share of scores that count: 1 below the diagonal, (b + 1) / 2b on it.
+    workbench::HeatmapPanel grid{xt::zeros<float>({blocks, blocks}),
+                                 "the tiles a causal kernel needs (check 4 counts yours)",
+                                 xt::zeros<bool>({blocks, blocks})};
+    for (std::size_t i = 0; i < blocks; ++i)
+      for (std::size_t j = 0; j < blocks; ++j) {
+        grid.values(i, j) = j < i ? 1.0f : j == i ? float(kTile + 1) / float(2 * kTile) : 0.0f;
+        grid.excluded(i, j) = j > i;
+      }
+    workbench::HeatmapFigure tiles_figure;
+    // The grid shows the tiles needed; what this run's kernel did is its counts, in the title.
+    tiles_figure.title = "Lab 07: causal attention, T = " + std::to_string(kTileT) + " in " +
+                         std::to_string(kTile) + " x " + std::to_string(kTile) +
+                         " tiles; this run computed " + std::to_string(counts.computed) +
+                         ", skipped " + std::to_string(counts.skipped);
+    tiles_figure.panels = {grid};
+    tiles_figure.row_axis = "query block";
+    tiles_figure.col_axis = "key block";
+    tiles_figure.colorbar_label = "share of the tile's scores that are kept";
+    tiles_figure.excluded_label = "above the diagonal: not needed";
+    tiles_figure.annotate = true;
+    workbench::render_heatmaps(run.artifact("causal_tiles.png"), tiles_figure);
+
+    MultiHeadAttention layer(kDModel, kHeads, kSeed + 1);
+    run.print(
+        "Checks 5-6 (Block C). efficient_forward against lab 01's forward on <bos> I work , "
+        "you work , he (d_model 64, H 4).");
+    const Tensor3 tiled = minimodel::efficient_forward(layer, x);
+    run.record("efficient_forward", tiled, kTolerance);
+    run.check_max_abs_diff("not causal, tiles 64 x 64: equals MultiHeadAttention::forward",
+                           workbench::max_abs_diff(tiled, layer.forward(x)), kTolerance);
+    const Tensor3 tiled_causal = minimodel::efficient_forward(layer, x, true, {3, 3});
+    run.record("efficient_forward_causal", tiled_causal, kTolerance);
+    run.check_max_abs_diff(
+        "causal, tiles 3 x 3: equals forward with causal_mask(8)",
+        workbench::max_abs_diff(tiled_causal, layer.forward(x, minimodel::causal_mask(T))),
+        kTolerance);
+
+    // One thread, so that the bytes do not depend on the machine: each helper thread of a
+    // threaded layer would add its own scratch.
+    const int threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    run.print(
+        "Checks 7-8. Peak heap bytes of one call on one thread, d_model 64, H 4, causal "
+        "(efficient_forward: a second call on the same input, and the first):");
+    run.print("       T   lab 01 forward   efficient_forward   first call");
+    std::vector<double> lab01_T, lab01_bytes, tiled_T, tiled_bytes;
+    workbench::CallHeapBytes longest;  // efficient_forward's at the longest T
+    for (const std::size_t length : kTiledLengths) {
+      xt::random::seed(kSeed + length);
+      const Tensor3 tokens_x = xt::random::randn<float>({std::size_t{1}, length, kDModel});
+      // The first call at a length sets up whatever buffers a layer keeps for later calls.
+      const auto call = [&] { minimodel::efficient_forward(layer, tokens_x, true); };
+      longest.first_call = double(workbench::peak_extra_heap_bytes(call));
+      longest.second_call = double(workbench::peak_extra_heap_bytes(call));
+      longest.output = double(length * kDModel * sizeof(float));
+      const double tiled_peak = longest.second_call;
+      tiled_T.push_back(double(length));
+      tiled_bytes.push_back(tiled_peak);
+      std::string lab01_text = "";
+      if (std::find(kLab01Lengths.begin(), kLab01Lengths.end(), length) != kLab01Lengths.end()) {
+        const minimodel::Tensor2 mask = minimodel::causal_mask(length);
+        const double peak =
+            double(workbench::peak_extra_heap_bytes([&] { layer.forward(tokens_x, mask); }));
+        lab01_T.push_back(double(length));
+        lab01_bytes.push_back(peak);
+        lab01_text = mib(peak);
+      }
+      char line[96];
+      std::snprintf(line, sizeof line, "%8zu %16s %19s %12s", length, lab01_text.c_str(),
+                    mib(tiled_peak).c_str(), mib(longest.first_call).c_str());
+      run.print(line);
+    }
+    const std::string tiled_memory =
+        workbench::heap_bytes_legend("efficient_forward", kTiledLengths.back(), longest);
+    run.print("memory_vs_T.png's legend, from the bytes at T = " +
+              std::to_string(kTiledLengths.back()) + ": " + tiled_memory);
+    openblas_set_num_threads(threads);
+    // Lab 01 keeps the (1, H, T, T) weights of every call: at least H·T² floats.
+    const double stored = double(kHeads) * 1024.0 * 1024.0 * sizeof(float);
+    run.check("lab 01 at T = 1024 allocates at least its weights, H·T² floats",
+              lab01_bytes.back() >= stored, lab01_bytes.back(),
+              mib(lab01_bytes.back()) + " >= " + mib(stored));
+    // At T = 4096, or at an unoptimised build's longest, 1024.
+    const std::size_t at = std::min<std::size_t>(5, tiled_T.size() - 1);
+    const double one_matrix = tiled_T[at] * tiled_T[at] * sizeof(float);
+    run.check("efficient_forward at T = " + std::to_string(std::size_t(tiled_T[at])) +
+                  " allocates less than one T x T float matrix",
+              tiled_bytes[at] < one_matrix, tiled_bytes[at],
+              mib(tiled_bytes[at]) + " < " + mib(one_matrix));
+    // What lab 01's weights alone would take beyond T = 1024: H·T² floats, computed, not run.
+    std::vector<double> weights_bytes;
+    for (const double length : tiled_T)
+      weights_bytes.push_back(double(kHeads) * length * length * sizeof(float));
+
+    workbench::LinePlot memory;
+    memory.title = "Lab 07: peak heap bytes of one call (d_model 64, H 4, causal)";
+    memory.x_label = "sequence length T";
+    memory.y_label = "bytes allocated during the call";
+    memory.log_x = true;
+    memory.log_y = true;
+    memory.series = {
+        {lab01_T, lab01_bytes, "lab 01 forward: stores (H, T, T) weights"},
+        {tiled_T, tiled_bytes, tiled_memory},
+        {tiled_T, weights_bytes, "lab 01's weights alone, H·T² floats (computed, not run)"}};
+    workbench::render_line_plot(run.artifact("memory_vs_T.png"), memory);
+
+    // Times, on one thread as above, so that they do not depend on the machine's core count.
+    openblas_set_num_threads(1);
+    // efficient_forward's times per (T, d_model, H), shared by both tables.
+    std::map<std::tuple<std::size_t, std::size_t, std::size_t>, CallTimes> tiled_ms;
+    const auto time_tiled = [&](const MultiHeadAttention& timed, const Tensor3& tokens_x) {
+      const auto key = std::make_tuple(tokens_x.shape(1), timed.d_model(), timed.n_heads());
+      if (tiled_ms.count(key) == 0)
+        tiled_ms[key] =
+            time_calls([&](bool causal) { minimodel::efficient_forward(timed, tokens_x, causal); });
+      return tiled_ms.at(key);
+    };
+    const std::string sizes =
+        "d_model " + std::to_string(kTimeDModel) + ", H " + std::to_string(kTimeHeads);
+    run.print("Time of one call on one thread, " + sizes + ", " + timing_text() +
+              " (measured, not checked):");
+    run.print("       T   lab 01 forward   + causal mask   efficient_forward     causal");
+    MultiHeadAttention wide(kTimeDModel, kTimeHeads, kSeed + 1);
+    std::vector<workbench::LineSeries> time_series = {
+        {{}, {}, "lab 01 forward"},
+        {{}, {}, "lab 01 forward with causal_mask(T): computes every score"},
+        {{}, {}, "efficient_forward"},
+        {{},
+         {},
+         workbench::causal_skip_legend("efficient_forward", counts.skipped,
+                                       blocks * (blocks - 1) / 2)}};
+    nlohmann::json time_rows = nlohmann::json::array();
+    for (const std::size_t length : kTimeTiledLengths) {
+      const Tensor3 tokens_x = random_tokens(length, kTimeDModel);
+      std::vector<double> columns;  // in the order of time_series; lab 01's only up to its last T
+      if (std::find(kTimeLab01Lengths.begin(), kTimeLab01Lengths.end(), length) !=
+          kTimeLab01Lengths.end()) {
+        const std::optional<Tensor2> mask = minimodel::causal_mask(length);
+        const std::optional<Tensor2> none = std::nullopt;
+        const CallTimes lab01 =
+            time_calls([&](bool causal) { wide.forward(tokens_x, causal ? mask : none); });
+        columns = {lab01.plain, lab01.causal};
+      } else {
+        columns = {std::nan(""), std::nan("")};
+      }
+      const CallTimes tiled_times = time_tiled(wide, tokens_x);
+      columns.insert(columns.end(), {tiled_times.plain, tiled_times.causal});
+      std::string cells[4];
+      for (std::size_t column = 0; column < 4; ++column) {
+        const double ms = columns[column];
+        if (std::isnan(ms)) continue;
+        time_series[column].x.push_back(double(length));
+        time_series[column].y.push_back(ms);
+        cells[column] = fixed(ms, 2) + " ms";
+        time_rows.push_back({{"layer", column < 2 ? "lab01 forward" : "efficient_forward"},
+                             {"T", length},
+                             {"d_model", kTimeDModel},
+                             {"n_heads", kTimeHeads},
+                             {"causal", column % 2 == 1},
+                             {"median_ms", ms}});
+      }
+      char line[128];
+      std::snprintf(line, sizeof line, "%8zu %16s %15s %19s %10s", length, cells[0].c_str(),
+                    cells[1].c_str(), cells[2].c_str(), cells[3].c_str());
+      run.print(line);
+    }
+    run.measure("time_vs_T", time_rows);
+
+    workbench::LinePlot time_plot;
+    time_plot.title = "Lab 07: time of one call on one thread (" + sizes + "), " + timing_text();
+    time_plot.x_label = "sequence length T";
+    time_plot.y_label = "milliseconds per call";
+    time_plot.log_x = true;
+    time_plot.log_y = true;
+    time_plot.series = time_series;
+    workbench::render_line_plot(run.artifact("time_vs_T.png"), time_plot);
+
+    // GF/s on `workbook bench`'s suite; an unoptimised build times only its short shapes.
+    std::vector<workbench::BenchShape> rate_shapes;
+    for (const workbench::BenchShape& s : workbench::kBenchSuite)
+      if (s.T <= kTimeTiledLengths.back()) rate_shapes.push_back(s);
+    std::vector<CallTimes> rate_times;
+    for (const workbench::BenchShape& s : rate_shapes) {
+      const MultiHeadAttention layer_s(s.d_model, s.n_heads, kSeed + 1);
+      rate_times.push_back(time_tiled(layer_s, random_tokens(s.T, s.d_model)));
+    }
+    openblas_set_num_threads(threads);
+    TorchRun torch;
+    if (torch_requested) {
+      run.print("Timing torch MHA on the same shapes (--torch): " + kPython + " " + kBenchTorch +
+                " --torch-only --threads 1 --repetitions " + std::to_string(kRepetitions));
+      torch = measure_torch(rate_shapes);
+    } else {
+      torch.note = "torch not measured: " + torch_hint + " times it";
+    }
+    const bool with_torch = !torch.median_ms.empty();
+    run.print(
+        "GF/s on one thread on the shapes of `workbook bench`, FLOPs counted as it counts "
+        "them, causal or not (measured, not checked):");
+    run.print("efficient_forward: " + timing_text() +
+              (with_torch ? "; torch MHA (nn.MultiheadAttention, torch " + torch.version +
+                                "): the same, in this run, on one thread"
+                          : "; " + torch.note));
+    run.print(std::string("     T  d_model    H  causal   efficient_forward ms     GF/s") +
+              (with_torch ? "   torch MHA ms     GF/s   ratio" : ""));
+    std::vector<workbench::ShapeRates> ours_rates, torch_rates;
+    nlohmann::json rate_rows = nlohmann::json::array();
+    for (std::size_t i = 0; i < rate_shapes.size(); ++i) {
+      const workbench::BenchShape& s = rate_shapes[i];
+      workbench::ShapeRates ours{shape_text(s)}, theirs{shape_text(s)};
+      for (const bool causal : {false, true}) {
+        const double ms = causal ? rate_times[i].causal : rate_times[i].plain;
+        const double gflops = workbench::attention_flops(s) / (ms * 1e6);
+        (causal ? ours.causal : ours.plain) = gflops;
+        char line[160];
+        int n = std::snprintf(line, sizeof line, "%6zu %8zu %4zu %7s %22.2f %8.1f", s.T, s.d_model,
+                              s.n_heads, causal ? "yes" : "no", ms, gflops);
+        nlohmann::json row = {{"T", s.T},         {"d_model", s.d_model}, {"n_heads", s.n_heads},
+                              {"causal", causal}, {"median_ms", ms},      {"gflops_per_s", gflops}};
+        if (with_torch) {
+          const double torch_ms = torch.median_ms.at({s.T, s.d_model, s.n_heads, causal});
+          const double torch_gflops = workbench::attention_flops(s) / (torch_ms * 1e6);
+          (causal ? theirs.causal : theirs.plain) = torch_gflops;
+          std::snprintf(line + n, sizeof line - std::size_t(n), " %14.2f %8.1f %7.2f", torch_ms,
+                        torch_gflops, gflops / torch_gflops);
+          row["torch_mha_median_ms"] = torch_ms;
+          row["torch_mha_gflops_per_s"] = torch_gflops;
+          row["ratio"] = gflops / torch_gflops;
+        }
+        run.print(line);
+        rate_rows.push_back(row);
+      }
+      ours_rates.push_back(ours);
+      if (with_torch) torch_rates.push_back(theirs);
+    }
+    if (!kOptimised)
+      run.print("(unoptimised build: only the shapes with T <= " +
+                std::to_string(kTimeTiledLengths.back()) + ")");
+    if (with_torch)
+      run.print(
+          "ratio = efficient_forward's GF/s / torch MHA's, both timed in this run: above 1, "
+          "efficient_forward is faster.");
+    run.measure("gflops_vs_torch", {{"torch",
+                                     {{"requested", torch_requested},
+                                      {"measured", with_torch},
+                                      {"version", torch.version},
+                                      {"note", with_torch ? "" : torch.note}}},
+                                    {"rows", rate_rows}});
+
+    const workbench::BarChart rate_chart =
+        workbench::rates_per_shape_chart("Lab 07: GF/s on one thread per shape of workbook bench" +
+                                             std::string(kOptimised ? "" : " (unoptimised build)"),
+                                         "efficient_forward", ours_rates, torch_rates, torch.note);
+    workbench::render_bar_chart(run.artifact("gflops_vs_torch.png"), rate_chart);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,332 +559,8 @@ int main(int argc, char** argv) {
     self = !inside.empty() && *inside.begin() != ".." ? inside : self.filename();
   }
   const std::string torch_hint = self.string() + " --torch";
-  nlohmann::json bench_suite = nlohmann::json::array();
-  for (const workbench::BenchShape& s : workbench::kBenchSuite)
-    bench_suite.push_back({{"T", s.T}, {"d_model", s.d_model}, {"n_heads", s.n_heads}});
-  const nlohmann::json config = lab_setup::toy_config(
-      {{"tiles", {{"queries", minimodel::Tiles{}.queries}, {"keys", minimodel::Tiles{}.keys}}},
-       {"causal_tiles", {{"T", kTileT}, {"tile", kTile}}},
-       {"memory_lab01_T", kLab01Lengths},
-       {"memory_tiled_T", kTiledLengths},
-       {"time_d_model", kTimeDModel},
-       {"time_n_heads", kTimeHeads},
-       {"time_lab01_T", kTimeLab01Lengths},
-       {"time_tiled_T", kTimeTiledLengths},
-       {"time_threads", 1},
-       {"time_repetitions", kRepetitions},
-       {"bench_suite", bench_suite},
-       {"torch", torch_requested}});
-  const int status = lab_setup::run(
-      int(frame_args.size()), frame_args.data(), kSeed, config, [&](workbench::VerifyRun& run) {
-        const auto& tokens = toy_sentence();
-        const std::size_t T = tokens.size();
-        const Tensor2 embedded = embed_tokens(tokens);  // (T, d_model)
-        const Tensor3 x = xt::reshape_view(embedded, std::array<std::size_t, 3>{1, T, kDModel});
-
-        run.print(
-            "Checks 1-2 (Block A). online_softmax on rows that start with -inf, and a row with no "
-            "key.");
-        const Tensor2 scores = {{-kInf, -kInf, 0.5f, 2.0f, -kInf},
-                                {-kInf, -kInf, -kInf, -kInf, -kInf}};
-        const Tensor2 weights = minimodel::online_softmax(scores);
-        run.print_matrix("online_softmax", weights);
-        const Tensor2 finite = {{0.5f, 2.0f}};
-        Tensor2 expected = xt::zeros<float>({2, 5});
-        xt::view(expected, 0, xt::range(2, 4)) = xt::view(minimodel::softmax(finite), 0);
-        run.check_max_abs_diff("-inf first: the weights of the finite scores, 0 elsewhere",
-                               workbench::max_abs_diff(xt::view(weights, 0), xt::view(expected, 0)),
-                               kTolerance);
-        run.check_max_abs_diff("every score -inf: zeros, not NaN",
-                               workbench::max_abs_diff(xt::view(weights, 1), xt::view(expected, 1)),
-                               0.0);
-
-        run.print("Checks 3-4 (Block B). Causal attention of one head over T = " +
-                  std::to_string(kTileT) + " in " + std::to_string(kTile) + " x " +
-                  std::to_string(kTile) + " tiles (q = k = v, d_head 16).");
-        xt::random::seed(kSeed);
-        const Tensor2 q = xt::random::randn<float>({kTileT, std::size_t{16}});
-        minimodel::TileCounts counts;
-        minimodel::TiledOptions options;
-        options.causal = true;
-        options.tiles = {kTile, kTile};
-        options.counts = &counts;
-        const Tensor2 tiled_head = minimodel::tiled_attention(q, q, q, options);
-        run.record("tiled_attention_causal", tiled_head, kLongTolerance);
-        run.check_max_abs_diff(
-            "equals single_head_attention with causal_mask(" + std::to_string(kTileT) + ")",
-            workbench::max_abs_diff(
-                tiled_head,
-                minimodel::single_head_attention(q, q, q, minimodel::causal_mask(kTileT)).output),
-            kLongTolerance);
-        const std::size_t blocks = kTileT / kTile;
-        run.check("only the tiles on and below the diagonal are computed",
-                  counts.computed == blocks * (blocks + 1) / 2 &&
-                      counts.skipped == blocks * (blocks - 1) / 2,
-                  double(counts.skipped),
-                  std::to_string(counts.computed) + " computed, " + std::to_string(counts.skipped) +
-                      " skipped of " + std::to_string(blocks * blocks));
-        // Each tile's share of scores that count: 1 below the diagonal, (b + 1) / 2b on it.
-        workbench::HeatmapPanel grid{xt::zeros<float>({blocks, blocks}),
-                                     "the tiles a causal kernel needs (check 4 counts yours)",
-                                     xt::zeros<bool>({blocks, blocks})};
-        for (std::size_t i = 0; i < blocks; ++i)
-          for (std::size_t j = 0; j < blocks; ++j) {
-            grid.values(i, j) = j < i ? 1.0f : j == i ? float(kTile + 1) / float(2 * kTile) : 0.0f;
-            grid.excluded(i, j) = j > i;
-          }
-        workbench::HeatmapFigure tiles_figure;
-        // The grid shows the tiles needed; what this run's kernel did is its counts, in the title.
-        tiles_figure.title = "Lab 07: causal attention, T = " + std::to_string(kTileT) + " in " +
-                             std::to_string(kTile) + " x " + std::to_string(kTile) +
-                             " tiles; this run computed " + std::to_string(counts.computed) +
-                             ", skipped " + std::to_string(counts.skipped);
-        tiles_figure.panels = {grid};
-        tiles_figure.row_axis = "query block";
-        tiles_figure.col_axis = "key block";
-        tiles_figure.colorbar_label = "share of the tile's scores that are kept";
-        tiles_figure.excluded_label = "above the diagonal: not needed";
-        tiles_figure.annotate = true;
-        workbench::render_heatmaps(run.artifact("causal_tiles.png"), tiles_figure);
-
-        MultiHeadAttention layer(kDModel, kHeads, kSeed + 1);
-        run.print(
-            "Checks 5-6 (Block C). efficient_forward against lab 01's forward on <bos> I work , "
-            "you work , he (d_model 64, H 4).");
-        const Tensor3 tiled = minimodel::efficient_forward(layer, x);
-        run.record("efficient_forward", tiled, kTolerance);
-        run.check_max_abs_diff("not causal, tiles 64 x 64: equals MultiHeadAttention::forward",
-                               workbench::max_abs_diff(tiled, layer.forward(x)), kTolerance);
-        const Tensor3 tiled_causal = minimodel::efficient_forward(layer, x, true, {3, 3});
-        run.record("efficient_forward_causal", tiled_causal, kTolerance);
-        run.check_max_abs_diff(
-            "causal, tiles 3 x 3: equals forward with causal_mask(8)",
-            workbench::max_abs_diff(tiled_causal, layer.forward(x, minimodel::causal_mask(T))),
-            kTolerance);
-
-        // One thread, so that the bytes do not depend on the machine: each helper thread of a
-        // threaded layer would add its own scratch.
-        const int threads = openblas_get_num_threads();
-        openblas_set_num_threads(1);
-        run.print(
-            "Checks 7-8. Peak heap bytes of one call on one thread, d_model 64, H 4, causal "
-            "(efficient_forward: a second call on the same input, and the first):");
-        run.print("       T   lab 01 forward   efficient_forward   first call");
-        std::vector<double> lab01_T, lab01_bytes, tiled_T, tiled_bytes;
-        workbench::CallHeapBytes longest;  // efficient_forward's at the longest T
-        for (const std::size_t length : kTiledLengths) {
-          xt::random::seed(kSeed + length);
-          const Tensor3 tokens_x = xt::random::randn<float>({std::size_t{1}, length, kDModel});
-          // The first call at a length sets up whatever buffers a layer keeps for later calls.
-          const auto call = [&] { minimodel::efficient_forward(layer, tokens_x, true); };
-          longest.first_call = double(workbench::peak_extra_heap_bytes(call));
-          longest.second_call = double(workbench::peak_extra_heap_bytes(call));
-          longest.output = double(length * kDModel * sizeof(float));
-          const double tiled_peak = longest.second_call;
-          tiled_T.push_back(double(length));
-          tiled_bytes.push_back(tiled_peak);
-          std::string lab01_text = "";
-          if (std::find(kLab01Lengths.begin(), kLab01Lengths.end(), length) !=
-              kLab01Lengths.end()) {
-            const minimodel::Tensor2 mask = minimodel::causal_mask(length);
-            const double peak =
-                double(workbench::peak_extra_heap_bytes([&] { layer.forward(tokens_x, mask); }));
-            lab01_T.push_back(double(length));
-            lab01_bytes.push_back(peak);
-            lab01_text = mib(peak);
-          }
-          char line[96];
-          std::snprintf(line, sizeof line, "%8zu %16s %19s %12s", length, lab01_text.c_str(),
-                        mib(tiled_peak).c_str(), mib(longest.first_call).c_str());
-          run.print(line);
-        }
-        const std::string tiled_memory =
-            workbench::heap_bytes_legend("efficient_forward", kTiledLengths.back(), longest);
-        run.print("memory_vs_T.png's legend, from the bytes at T = " +
-                  std::to_string(kTiledLengths.back()) + ": " + tiled_memory);
-        openblas_set_num_threads(threads);
-        // Lab 01 keeps the (1, H, T, T) weights of every call: at least H·T² floats.
-        const double stored = double(kHeads) * 1024.0 * 1024.0 * sizeof(float);
-        run.check("lab 01 at T = 1024 allocates at least its weights, H·T² floats",
-                  lab01_bytes.back() >= stored, lab01_bytes.back(),
-                  mib(lab01_bytes.back()) + " >= " + mib(stored));
-        // At T = 4096, or at an unoptimised build's longest, 1024.
-        const std::size_t at = std::min<std::size_t>(5, tiled_T.size() - 1);
-        const double one_matrix = tiled_T[at] * tiled_T[at] * sizeof(float);
-        run.check("efficient_forward at T = " + std::to_string(std::size_t(tiled_T[at])) +
-                      " allocates less than one T x T float matrix",
-                  tiled_bytes[at] < one_matrix, tiled_bytes[at],
-                  mib(tiled_bytes[at]) + " < " + mib(one_matrix));
-        // What lab 01's weights alone would take beyond T = 1024: H·T² floats, computed, not run.
-        std::vector<double> weights_bytes;
-        for (const double length : tiled_T)
-          weights_bytes.push_back(double(kHeads) * length * length * sizeof(float));
-
-        workbench::LinePlot memory;
-        memory.title = "Lab 07: peak heap bytes of one call (d_model 64, H 4, causal)";
-        memory.x_label = "sequence length T";
-        memory.y_label = "bytes allocated during the call";
-        memory.log_x = true;
-        memory.log_y = true;
-        memory.series = {
-            {lab01_T, lab01_bytes, "lab 01 forward: stores (H, T, T) weights"},
-            {tiled_T, tiled_bytes, tiled_memory},
-            {tiled_T, weights_bytes, "lab 01's weights alone, H·T² floats (computed, not run)"}};
-        workbench::render_line_plot(run.artifact("memory_vs_T.png"), memory);
-
-        // Times, on one thread as above, so that they do not depend on the machine's core count.
-        openblas_set_num_threads(1);
-        // efficient_forward's times per (T, d_model, H), shared by both tables.
-        std::map<std::tuple<std::size_t, std::size_t, std::size_t>, CallTimes> tiled_ms;
-        const auto time_tiled = [&](const MultiHeadAttention& timed, const Tensor3& tokens_x) {
-          const auto key = std::make_tuple(tokens_x.shape(1), timed.d_model(), timed.n_heads());
-          if (tiled_ms.count(key) == 0)
-            tiled_ms[key] = time_calls(
-                [&](bool causal) { minimodel::efficient_forward(timed, tokens_x, causal); });
-          return tiled_ms.at(key);
-        };
-        const std::string sizes =
-            "d_model " + std::to_string(kTimeDModel) + ", H " + std::to_string(kTimeHeads);
-        run.print("Time of one call on one thread, " + sizes + ", " + timing_text() +
-                  " (measured, not checked):");
-        run.print("       T   lab 01 forward   + causal mask   efficient_forward     causal");
-        MultiHeadAttention wide(kTimeDModel, kTimeHeads, kSeed + 1);
-        std::vector<workbench::LineSeries> time_series = {
-            {{}, {}, "lab 01 forward"},
-            {{}, {}, "lab 01 forward with causal_mask(T): computes every score"},
-            {{}, {}, "efficient_forward"},
-            {{},
-             {},
-             workbench::causal_skip_legend("efficient_forward", counts.skipped,
-                                           blocks * (blocks - 1) / 2)}};
-        nlohmann::json time_rows = nlohmann::json::array();
-        for (const std::size_t length : kTimeTiledLengths) {
-          const Tensor3 tokens_x = random_tokens(length, kTimeDModel);
-          std::vector<double>
-              columns;  // in the order of time_series; lab 01's only up to its last T
-          if (std::find(kTimeLab01Lengths.begin(), kTimeLab01Lengths.end(), length) !=
-              kTimeLab01Lengths.end()) {
-            const std::optional<Tensor2> mask = minimodel::causal_mask(length);
-            const std::optional<Tensor2> none = std::nullopt;
-            const CallTimes lab01 =
-                time_calls([&](bool causal) { wide.forward(tokens_x, causal ? mask : none); });
-            columns = {lab01.plain, lab01.causal};
-          } else {
-            columns = {std::nan(""), std::nan("")};
-          }
-          const CallTimes tiled_times = time_tiled(wide, tokens_x);
-          columns.insert(columns.end(), {tiled_times.plain, tiled_times.causal});
-          std::string cells[4];
-          for (std::size_t column = 0; column < 4; ++column) {
-            const double ms = columns[column];
-            if (std::isnan(ms)) continue;
-            time_series[column].x.push_back(double(length));
-            time_series[column].y.push_back(ms);
-            cells[column] = fixed(ms, 2) + " ms";
-            time_rows.push_back({{"layer", column < 2 ? "lab01 forward" : "efficient_forward"},
-                                 {"T", length},
-                                 {"d_model", kTimeDModel},
-                                 {"n_heads", kTimeHeads},
-                                 {"causal", column % 2 == 1},
-                                 {"median_ms", ms}});
-          }
-          char line[128];
-          std::snprintf(line, sizeof line, "%8zu %16s %15s %19s %10s", length, cells[0].c_str(),
-                        cells[1].c_str(), cells[2].c_str(), cells[3].c_str());
-          run.print(line);
-        }
-        run.measure("time_vs_T", time_rows);
-
-        workbench::LinePlot time_plot;
-        time_plot.title =
-            "Lab 07: time of one call on one thread (" + sizes + "), " + timing_text();
-        time_plot.x_label = "sequence length T";
-        time_plot.y_label = "milliseconds per call";
-        time_plot.log_x = true;
-        time_plot.log_y = true;
-        time_plot.series = time_series;
-        workbench::render_line_plot(run.artifact("time_vs_T.png"), time_plot);
-
-        // GF/s on `workbook bench`'s suite; an unoptimised build times only its short shapes.
-        std::vector<workbench::BenchShape> rate_shapes;
-        for (const workbench::BenchShape& s : workbench::kBenchSuite)
-          if (s.T <= kTimeTiledLengths.back()) rate_shapes.push_back(s);
-        std::vector<CallTimes> rate_times;
-        for (const workbench::BenchShape& s : rate_shapes) {
-          const MultiHeadAttention layer_s(s.d_model, s.n_heads, kSeed + 1);
-          rate_times.push_back(time_tiled(layer_s, random_tokens(s.T, s.d_model)));
-        }
-        openblas_set_num_threads(threads);
-        TorchRun torch;
-        if (torch_requested) {
-          run.print("Timing torch MHA on the same shapes (--torch): " + kPython + " " +
-                    kBenchTorch + " --torch-only --threads 1 --repetitions " +
-                    std::to_string(kRepetitions));
-          torch = measure_torch(rate_shapes);
-        } else {
-          torch.note = "torch not measured: " + torch_hint + " times it";
-        }
-        const bool with_torch = !torch.median_ms.empty();
-        run.print(
-            "GF/s on one thread on the shapes of `workbook bench`, FLOPs counted as it counts "
-            "them, causal or not (measured, not checked):");
-        run.print("efficient_forward: " + timing_text() +
-                  (with_torch ? "; torch MHA (nn.MultiheadAttention, torch " + torch.version +
-                                    "): the same, in this run, on one thread"
-                              : "; " + torch.note));
-        run.print(std::string("     T  d_model    H  causal   efficient_forward ms     GF/s") +
-                  (with_torch ? "   torch MHA ms     GF/s   ratio" : ""));
-        std::vector<workbench::ShapeRates> ours_rates, torch_rates;
-        nlohmann::json rate_rows = nlohmann::json::array();
-        for (std::size_t i = 0; i < rate_shapes.size(); ++i) {
-          const workbench::BenchShape& s = rate_shapes[i];
-          workbench::ShapeRates ours{shape_text(s)}, theirs{shape_text(s)};
-          for (const bool causal : {false, true}) {
-            const double ms = causal ? rate_times[i].causal : rate_times[i].plain;
-            const double gflops = workbench::attention_flops(s) / (ms * 1e6);
-            (causal ? ours.causal : ours.plain) = gflops;
-            char line[160];
-            int n = std::snprintf(line, sizeof line, "%6zu %8zu %4zu %7s %22.2f %8.1f", s.T,
-                                  s.d_model, s.n_heads, causal ? "yes" : "no", ms, gflops);
-            nlohmann::json row = {
-                {"T", s.T},         {"d_model", s.d_model}, {"n_heads", s.n_heads},
-                {"causal", causal}, {"median_ms", ms},      {"gflops_per_s", gflops}};
-            if (with_torch) {
-              const double torch_ms = torch.median_ms.at({s.T, s.d_model, s.n_heads, causal});
-              const double torch_gflops = workbench::attention_flops(s) / (torch_ms * 1e6);
-              (causal ? theirs.causal : theirs.plain) = torch_gflops;
-              std::snprintf(line + n, sizeof line - std::size_t(n), " %14.2f %8.1f %7.2f", torch_ms,
-                            torch_gflops, gflops / torch_gflops);
-              row["torch_mha_median_ms"] = torch_ms;
-              row["torch_mha_gflops_per_s"] = torch_gflops;
-              row["ratio"] = gflops / torch_gflops;
-            }
-            run.print(line);
-            rate_rows.push_back(row);
-          }
-          ours_rates.push_back(ours);
-          if (with_torch) torch_rates.push_back(theirs);
-        }
-        if (!kOptimised)
-          run.print("(unoptimised build: only the shapes with T <= " +
-                    std::to_string(kTimeTiledLengths.back()) + ")");
-        if (with_torch)
-          run.print(
-              "ratio = efficient_forward's GF/s / torch MHA's, both timed in this run: above 1, "
-              "efficient_forward is faster.");
-        run.measure("gflops_vs_torch", {{"torch",
-                                         {{"requested", torch_requested},
-                                          {"measured", with_torch},
-                                          {"version", torch.version},
-                                          {"note", with_torch ? "" : torch.note}}},
-                                        {"rows", rate_rows}});
-
-        const workbench::BarChart rate_chart = workbench::rates_per_shape_chart(
-            "Lab 07: GF/s on one thread per shape of workbook bench" +
-                std::string(kOptimised ? "" : " (unoptimised build)"),
-            "efficient_forward", ours_rates, torch_rates, torch.note);
-        workbench::render_bar_chart(run.artifact("gflops_vs_torch.png"), rate_chart);
-      });
+  const int status =
+      verify_lab07(int(frame_args.size()), frame_args.data(), torch_requested, torch_hint);
   if (help)
     std::cout << "Lab 07's own option:\n  --torch   also time PyTorch's nn.MultiheadAttention "
                  "on the GF/s shapes, in this run on one thread, with "
