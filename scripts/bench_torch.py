@@ -16,10 +16,12 @@ A ratio above 1 means the workbook's layer is faster.
 
 --record FILE also writes torch's figures as JSON: the date, the machine, the command, and per
 shape and causal or not the median ms and GF/s of each variant, with FLOPs counted as `workbook
-bench` counts them (causal at the full count). Lab 07's verify program plots them from
-verify/data/torch_timings.json, recorded on one thread with the default suite:
+bench` counts them (causal at the full count).
 
-    /usr/bin/python3 scripts/bench_torch.py --threads 1 --record verify/data/torch_timings.json
+--torch-only --shape T D H [--shape …] times torch MHA alone (with biases, batch_first=True) on
+those shapes, causal and not, without running `workbook bench`: lab 07's verify program runs it
+this way with --record into a temporary file when given --torch, so that torch's GF/s in its
+figure come from the same run on the same machine as the learner's.
 """
 import argparse
 import json
@@ -72,7 +74,7 @@ def plain_attention(x, w_q, w_k, w_v, w_o, n_heads, mask):
     return context.transpose(1, 2).reshape(batch, T, d) @ w_o
 
 
-def time_torch(T, d, H, causal, repetitions):
+def time_torch(T, d, H, causal, repetitions, mha_only=False):
     torch.manual_seed(2024)
     x = torch.randn(1, T, d)
     mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1) if causal else None
@@ -81,6 +83,8 @@ def time_torch(T, d, H, causal, repetitions):
         layer = torch.nn.MultiheadAttention(d, H, batch_first=True).eval()
         times["torch MHA"] = median_ms(
             lambda: layer(x, x, x, attn_mask=mask, need_weights=False), repetitions)
+        if mha_only:
+            return times
         # Without biases torch 1.13's batch_first fast path fails (pytorch/pytorch#88669): this
         # one takes the (T, B, d) path, F.multi_head_attention_forward.
         layer = torch.nn.MultiheadAttention(d, H, bias=False).eval()
@@ -92,6 +96,48 @@ def time_torch(T, d, H, causal, repetitions):
     return times
 
 
+def write_record(path, args, recorded, blas):
+    record = {
+        "about": "PyTorch's CPU attention timed by scripts/bench_torch.py on the shapes of "
+                 "`workbook bench`: the median of `repetitions` calls after one warm-up. GF/s "
+                 "counts 8·T·d_model² + 4·T²·d_model FLOPs per call, causal or not.",
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": {"cpu": cpu_model(), "threads": args.threads,
+                    "torch": torch.__version__, "blas": blas},
+        "command": shlex.join([sys.executable] + sys.argv),
+        "repetitions": args.repetitions,
+        "results": recorded,
+    }
+    with open(path, "w") as out:
+        json.dump(record, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    print(f"wrote {path}")
+
+
+def record_row(T, d, H, causal, times, digits=4):
+    def rounded(value):
+        return float(f"{value:.{digits}g}")
+    return {"T": T, "d_model": d, "n_heads": H, "causal": causal,
+            "median_ms": {name: rounded(ms) for name, ms in times.items()},
+            "gflops_per_s": {name: rounded(attention_flops(T, d) / (ms * 1e6))
+                             for name, ms in times.items()}}
+
+
+def torch_only(args):
+    """Torch MHA on the given shapes, one line per case as it finishes."""
+    print(f"torch {torch.__version__}, threads {args.threads}, median of {args.repetitions} "
+          "after a warm-up", flush=True)
+    recorded = []
+    for T, d, H in args.shape:
+        for causal in (False, True):
+            times = time_torch(T, d, H, causal, args.repetitions, mha_only=True)
+            recorded.append(record_row(T, d, H, causal, times, digits=9))
+            print(f"{T:>6} {d:>8} {H:>4} {'yes' if causal else 'no':>7} torch MHA "
+                  f"{times['torch MHA']:10.3f} ms", flush=True)
+    if args.record:
+        write_record(args.record, args, recorded, "")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1, help="threads for both (default 1)")
@@ -99,12 +145,22 @@ def main():
     parser.add_argument("--quick", action="store_true", help="the tiny shapes of --quick")
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     parser.add_argument("--record", metavar="FILE", help="also write torch's figures as JSON")
+    parser.add_argument("--torch-only", action="store_true",
+                        help="time torch MHA alone on the --shape shapes; no workbook bench")
+    parser.add_argument("--shape", nargs=3, type=int, action="append", metavar=("T", "D", "H"),
+                        help="with --torch-only: a shape (T, d_model, H) to time, causal and not")
     args = parser.parse_args()
+    if args.torch_only != bool(args.shape):
+        parser.error("--torch-only and --shape go together")
     # Torch's own threads and those of the BLAS beneath it, both fixed before torch loads.
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[variable] = str(args.threads)
     global torch
     import torch
+
+    if args.torch_only:
+        torch.set_num_threads(args.threads)
+        return torch_only(args)
 
     command = [os.path.join(args.build_dir, "bin", "workbook"), "bench", "--json", "--impl",
                "reference", "--threads", str(args.threads), "--repetitions",
@@ -134,10 +190,7 @@ def main():
         for layer in layers:
             print(f"{shape} {layer + ' reference':>20} {ours[layer]:>10.3f}")
         times = time_torch(T, d, H, causal, args.repetitions)
-        recorded.append({"T": T, "d_model": d, "n_heads": H, "causal": causal,
-                         "median_ms": {name: float(f"{ms:.4g}") for name, ms in times.items()},
-                         "gflops_per_s": {name: float(f"{attention_flops(T, d) / (ms * 1e6):.4g}")
-                                          for name, ms in times.items()}})
+        recorded.append(record_row(T, d, H, causal, times))
         for name, ms in times.items():
             for layer in layers:
                 ratios.setdefault((name, layer), []).append(ms / ours[layer])
@@ -150,21 +203,7 @@ def main():
         print(f"  {name} vs {layer}: {geometric_mean:.2f}")
 
     if args.record:
-        record = {
-            "about": "PyTorch's CPU attention timed by scripts/bench_torch.py on the shapes of "
-                     "`workbook bench`: the median of `repetitions` calls after one warm-up. GF/s "
-                     "counts 8·T·d_model² + 4·T²·d_model FLOPs per call, causal or not.",
-            "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "machine": {"cpu": cpu_model(), "threads": args.threads,
-                        "torch": torch.__version__, "blas": workbook["machine"]["blas"]},
-            "command": shlex.join([sys.executable] + sys.argv),
-            "repetitions": args.repetitions,
-            "results": recorded,
-        }
-        with open(args.record, "w") as out:
-            json.dump(record, out, indent=2, ensure_ascii=False)
-            out.write("\n")
-        print(f"wrote {args.record}")
+        write_record(args.record, args, recorded, workbook["machine"]["blas"])
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // bars, legend placement, files and the validation messages. Pixels are found by colour and by the
 // plot frame, not by the layout code.
 #include "figures/bar_chart.hpp"
+#include "figures/measured_legends.hpp"
 #include "support/decoded_png.hpp"
 #include "support/temp_dir.hpp"
 
@@ -372,4 +373,42 @@ TEST(BarChart, RejectsAYMaxAtOrBelowYMin) {
   chart.y_min = 0.5;
   chart.y_max = 0.25;
   expect_invalid(chart, dir / "chart.png", {"y_max = 0.25", "y_min = 0.5"});
+}
+
+// Lab 07's GF/s per shape: shapes are categories (no line joins two of them, every one has its
+// bars), and torch's bars appear only when torch was measured beside them.
+TEST(RatesPerShapeChart, ShapesAreCategoriesAndTorchIsLeftOutWithItsReasonWhenNotMeasured) {
+  const std::vector<workbench::ShapeRates> ours = {{"(128, 512, 8)", 40.0, 41.0},
+                                                   {"(1024, 768, 12)", 38.0, 52.0}};
+  const BarChart alone = workbench::rates_per_shape_chart(
+      "GF/s", "efficient_forward", ours, {}, "torch not measured: no PyTorch at /usr/bin/python3");
+  EXPECT_EQ(alone.categories, (std::vector<std::string>{"(128, 512, 8)", "(1024, 768, 12)"}));
+  ASSERT_EQ(alone.series.size(), 2u);
+  EXPECT_EQ(alone.series[0].label, "efficient_forward");
+  EXPECT_EQ(alone.series[0].values, (std::vector<double>{40.0, 38.0}));
+  EXPECT_EQ(alone.series[1].label, "efficient_forward, causal");
+  EXPECT_EQ(alone.series[1].values, (std::vector<double>{41.0, 52.0}));
+  EXPECT_NE(alone.x_label.find("torch not measured: no PyTorch at /usr/bin/python3"),
+            std::string::npos)
+      << alone.x_label;
+
+  const std::vector<workbench::ShapeRates> torch = {{"(128, 512, 8)", 70.0, 80.0},
+                                                    {"(1024, 768, 12)", 30.0, 14.0}};
+  const BarChart beside =
+      workbench::rates_per_shape_chart("GF/s", "efficient_forward", ours, torch, "unused");
+  ASSERT_EQ(beside.series.size(), 4u);
+  EXPECT_EQ(beside.series[2].values, (std::vector<double>{70.0, 30.0}));
+  EXPECT_EQ(beside.series[3].values, (std::vector<double>{80.0, 14.0}));
+  EXPECT_NE(beside.series[2].label.find("same run"), std::string::npos) << beside.series[2].label;
+  EXPECT_EQ(beside.x_label.find("unused"), std::string::npos) << beside.x_label;
+
+  const TempDir dir("bar_chart_test");
+  render_bar_chart(dir.path() / "rates.png", beside);
+  EXPECT_TRUE(fs::exists(dir.path() / "rates.png"));
+
+  EXPECT_THROW(
+      workbench::rates_per_shape_chart("GF/s", "efficient_forward", ours, {torch.front()}, ""),
+      std::invalid_argument);
+  EXPECT_THROW(workbench::rates_per_shape_chart("GF/s", "efficient_forward", {}, {}, ""),
+               std::invalid_argument);
 }

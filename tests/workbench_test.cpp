@@ -24,6 +24,7 @@
 #include <xtensor/xtensor_config.hpp>
 
 #include "figures/heatmap.hpp"
+#include "figures/measured_legends.hpp"
 #include "support/checks.hpp"
 #include "support/decoded_png.hpp"
 #include "tensors/npy_io.hpp"
@@ -709,4 +710,36 @@ TEST(AllClose, ValuesThatDifferPastTheSixthDigitArePrintedInFull) {
   EXPECT_EQ(std::string(minimodel::testing::all_close(actual, expected, 0.0).message()),
             "max |actual - expected| = 5.96046e-08 > tolerance 0 at (0): actual 0.563286066, "
             "expected 0.563286006");
+}
+
+// Lab 07's figures say what was measured: a layer that allocates its buffers in every call is not
+// labelled "buffers reused across calls", whatever the reference does.
+TEST(MeasuredLegends, HeapBytesSayBuffersReusedOnlyWhenTheSecondCallAllocatesItsOutputAlone) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  // The reference: a first call sets up four (T, d_model) buffers, a second allocates its output.
+  EXPECT_EQ(workbench::heap_bytes_legend("efficient_forward", 4096, {5 * kMiB, 1 * kMiB, 1 * kMiB}),
+            "efficient_forward: its output; buffers reused across calls");
+  // A tile's scratch (16,896 bytes) per call is not a buffer of size T.
+  EXPECT_EQ(workbench::heap_bytes_legend("efficient_forward", 4096, {5 * kMiB, kMiB + 16896, kMiB}),
+            "efficient_forward: its output; buffers reused across calls");
+  // Nothing to reuse: neither call allocates more than its output.
+  EXPECT_EQ(workbench::heap_bytes_legend("efficient_forward", 4096, {kMiB, kMiB, kMiB}),
+            "efficient_forward: its output alone");
+  // A learner's Block C that allocates its buffers in every call.
+  EXPECT_EQ(workbench::heap_bytes_legend("efficient_forward", 1024,
+                                         {1.25 * kMiB, 1.25 * kMiB, 0.25 * kMiB}),
+            "efficient_forward: 1.25 MiB per call at T = 1024, 5.0× its output");
+  EXPECT_THROW(workbench::heap_bytes_legend("efficient_forward", 1024, {1.0, 1.0, 0.0}),
+               std::invalid_argument);
+  EXPECT_THROW(workbench::heap_bytes_legend("efficient_forward", 1024, {std::nan(""), 1.0, 1.0}),
+               std::invalid_argument);
+}
+
+TEST(MeasuredLegends, CausalLineSaysHowManyOfTheTilesAboveTheDiagonalWereSkipped) {
+  EXPECT_EQ(workbench::causal_skip_legend("efficient_forward", 28, 28),
+            "efficient_forward, causal: skips the tiles above the diagonal");
+  EXPECT_EQ(workbench::causal_skip_legend("efficient_forward", 0, 28),
+            "efficient_forward, causal: computes every tile (check 4: skips none of 28)");
+  EXPECT_EQ(workbench::causal_skip_legend("efficient_forward", 21, 28),
+            "efficient_forward, causal: skips 21 of the 28 tiles above the diagonal (check 4)");
 }

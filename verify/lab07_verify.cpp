@@ -4,8 +4,9 @@
 // grow as T² for lab 01 but as T for the tiled layer (memory_vs_T.png). Then two measurements,
 // printed and kept in the manifest but never checked, since times on a shared machine drift 2×
 // from run to run: the time of one call against T, lab 01's and the tiled layer's (time_vs_T.png),
-// and the tiled layer's GF/s on `workbook bench`'s shapes against PyTorch's, recorded on another
-// machine and day in verify/data/torch_timings.json (gflops_vs_torch.png).
+// and the tiled layer's GF/s per shape of `workbook bench` (gflops_vs_torch.png), beside PyTorch's
+// only when --torch times it in the same run on the same machine (scripts/bench_torch.py, run as a
+// child of this program). The legends say what was measured: bytes per call, tiles skipped.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -21,16 +23,21 @@
 #include <tuple>
 #include <vector>
 
+#include <unistd.h>  // getpid
+
 #include <cblas.h>  // OpenBLAS: openblas_set_num_threads
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
 
 #include "bench/bench_suite.hpp"
+#include "figures/bar_chart.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
+#include "figures/measured_legends.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/attention/efficient_attention.hpp"
 #include "util/heap_meter.hpp"
+#include "util/process.hpp"
 
 using lab_setup::embed_tokens;
 using lab_setup::kDModel;
@@ -73,7 +80,9 @@ const std::vector<std::size_t> kTimeLab01Lengths = {128, 256};
 const std::vector<std::size_t> kTimeTiledLengths = {128, 256, 512};
 #endif
 constexpr std::size_t kTimeDModel = 512, kTimeHeads = 8;
-const std::string kTorchTimings = "verify/data/torch_timings.json";  // in the source tree
+// --torch: PyTorch's nn.MultiheadAttention timed by this Python, which must import torch.
+const std::string kPython = "/usr/bin/python3";
+const std::string kBenchTorch = "scripts/bench_torch.py";  // in the source tree
 
 std::string mib(double bytes) {
   char text[32];
@@ -130,52 +139,84 @@ Tensor3 random_tokens(std::size_t T, std::size_t d_model) {  // (1, T, d_model)
 
 using ShapeKey = std::tuple<std::size_t, std::size_t, std::size_t, bool>;  // T, d_model, H, causal
 
-// What scripts/bench_torch.py --record wrote: torch MHA's GF/s per shape, and where it ran.
-struct TorchTimings {
-  std::string cpu, date, torch, blas;
-  int threads = 0;
-  std::map<ShapeKey, double> mha_gflops;
+std::string shape_text(const workbench::BenchShape& s) {
+  return "(" + std::to_string(s.T) + ", " + std::to_string(s.d_model) + ", " +
+         std::to_string(s.n_heads) + ")";
+}
+
+// torch MHA timed in this run, or why not.
+struct TorchRun {
+  std::map<ShapeKey, double> median_ms;  // empty: not measured
+  std::string version;
+  std::string note;  // "torch not measured: …" when median_ms is empty
 };
 
-TorchTimings load_torch_timings(const std::filesystem::path& path) {
-  const std::string hint =
-      " (HINT: maintainers rewrite it with `/usr/bin/python3 "
-      "scripts/bench_torch.py --threads 1 --record " +
-      kTorchTimings + "`)";
-  std::ifstream file(path);
-  if (!file) throw std::runtime_error("cannot read " + path.string() + hint);
-  TorchTimings torch;
+// Runs scripts/bench_torch.py --torch-only on `shapes`, causal and not, on one thread (the script
+// sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS from --threads before it imports torch), with the
+// repetitions of this program's own timings, and reads what it records.
+TorchRun measure_torch(const std::vector<workbench::BenchShape>& shapes) {
+  TorchRun torch;
+  workbench::CaptureOptions probe;
+  probe.time_limit = std::chrono::seconds(60);
   try {
-    const nlohmann::json doc = nlohmann::json::parse(file);
-    const nlohmann::json& machine = doc.at("machine");
-    torch.cpu = machine.at("cpu").get<std::string>();
-    torch.threads = machine.at("threads").get<int>();
-    torch.torch = machine.at("torch").get<std::string>();
-    torch.blas = machine.at("blas").get<std::string>();
-    torch.date = doc.at("date").get<std::string>();
-    for (const auto& row : doc.at("results")) {
-      const ShapeKey key{row.at("T").get<std::size_t>(), row.at("d_model").get<std::size_t>(),
-                         row.at("n_heads").get<std::size_t>(), row.at("causal").get<bool>()};
-      torch.mha_gflops[key] = row.at("gflops_per_s").at("torch MHA").get<double>();
+    if (!workbench::run_captured(kPython, {"-c", "import torch"}, probe).status.ok()) {
+      torch.note = "torch not measured: no PyTorch at " + kPython;
+      return torch;
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path.string() + " is not what bench_torch.py records: " + e.what() +
-                             hint);
+  } catch (const std::runtime_error&) {
+    torch.note = "torch not measured: no " + kPython;
+    return torch;
   }
-  // The suite is workbench::kBenchSuite; a shape added there must be recorded here too.
-  for (const workbench::BenchShape& s : workbench::kBenchSuite)
+  const std::filesystem::path record = std::filesystem::temp_directory_path() /
+                                       ("lab07_torch_" + std::to_string(getpid()) + ".json");
+  std::vector<std::string> args = {(workbench::source_dir() / kBenchTorch).string(),
+                                   "--threads",
+                                   "1",
+                                   "--repetitions",
+                                   std::to_string(kRepetitions),
+                                   "--torch-only",
+                                   "--record",
+                                   record.string()};
+  for (const workbench::BenchShape& s : shapes)
+    args.insert(args.end(), {"--shape", std::to_string(s.T), std::to_string(s.d_model),
+                             std::to_string(s.n_heads)});
+  workbench::CaptureOptions options;
+  options.on_line = [](const std::string& line) {  // progress, not kept: the table has the times
+    if (line.rfind("wrote ", 0) != 0) std::cout << "  torch: " << line << std::endl;
+  };
+  options.time_limit = std::chrono::minutes(20);
+  const workbench::CapturedRun run = workbench::run_captured(kPython, args, options);
+  std::error_code ignored;
+  if (!run.status.ok()) {
+    std::filesystem::remove(record, ignored);
+    torch.note = "torch not measured: " + kBenchTorch + " stopped (" + run.status.describe() + ")";
+    return torch;
+  }
+  try {
+    std::ifstream file(record);
+    const nlohmann::json doc = nlohmann::json::parse(file);
+    torch.version = doc.at("machine").at("torch").get<std::string>();
+    for (const auto& row : doc.at("results"))
+      torch.median_ms[{row.at("T").get<std::size_t>(), row.at("d_model").get<std::size_t>(),
+                       row.at("n_heads").get<std::size_t>(), row.at("causal").get<bool>()}] =
+          row.at("median_ms").at("torch MHA").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    torch.median_ms.clear();
+    torch.note = "torch not measured: " + kBenchTorch + " recorded no figures (" + e.what() + ")";
+  }
+  std::filesystem::remove(record, ignored);
+  for (const workbench::BenchShape& s : shapes)
     for (const bool causal : {false, true})
-      if (torch.mha_gflops.count({s.T, s.d_model, s.n_heads, causal}) == 0)
-        throw std::runtime_error(path.string() + " has no torch MHA figure for T " +
-                                 std::to_string(s.T) + ", d_model " + std::to_string(s.d_model) +
-                                 ", H " + std::to_string(s.n_heads) +
-                                 (causal ? ", causal" : ", not causal") + hint);
+      if (!torch.median_ms.empty() &&
+          torch.median_ms.count({s.T, s.d_model, s.n_heads, causal}) == 0) {
+        torch.median_ms.clear();
+        torch.note = "torch not measured: " + kBenchTorch + " left out " + shape_text(s);
+      }
   return torch;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The verify run; main() takes --torch out of the options first.
+int verify_lab07(int argc, char** argv, bool torch_requested, const std::string& torch_hint) {
   nlohmann::json bench_suite = nlohmann::json::array();
   for (const workbench::BenchShape& s : workbench::kBenchSuite)
     bench_suite.push_back({{"T", s.T}, {"d_model", s.d_model}, {"n_heads", s.n_heads}});
@@ -191,7 +232,7 @@ int main(int argc, char** argv) {
        {"time_threads", 1},
        {"time_repetitions", kRepetitions},
        {"bench_suite", bench_suite},
-       {"torch_timings", kTorchTimings}});
+       {"torch", torch_requested}});
   return lab_setup::run(argc, argv, kSeed, config, [&](workbench::VerifyRun& run) {
     const auto& tokens = toy_sentence();
     const std::size_t T = tokens.size();
@@ -249,15 +290,16 @@ int main(int argc, char** argv) {
         grid.excluded(i, j) = j > i;
       }
     workbench::HeatmapFigure tiles_figure;
+    // The grid shows the tiles needed; what this run's kernel did is its counts, in the title.
     tiles_figure.title = "Lab 07: causal attention, T = " + std::to_string(kTileT) + " in " +
                          std::to_string(kTile) + " x " + std::to_string(kTile) +
-                         " tiles: " + std::to_string(counts.computed) + " computed, " +
-                         std::to_string(counts.skipped) + " never computed";
+                         " tiles; this run computed " + std::to_string(counts.computed) +
+                         ", skipped " + std::to_string(counts.skipped);
     tiles_figure.panels = {grid};
     tiles_figure.row_axis = "query block";
     tiles_figure.col_axis = "key block";
     tiles_figure.colorbar_label = "share of the tile's scores that are kept";
-    tiles_figure.excluded_label = "skipped: never computed";
+    tiles_figure.excluded_label = "above the diagonal: not needed";
     tiles_figure.annotate = true;
     workbench::render_heatmaps(run.artifact("causal_tiles.png"), tiles_figure);
 
@@ -276,19 +318,25 @@ int main(int argc, char** argv) {
         workbench::max_abs_diff(tiled_causal, layer.forward(x, minimodel::causal_mask(T))),
         kTolerance);
 
-    // One thread, so that the bytes do not depend on the machine: each helper thread of a threaded
-    // layer would add its own scratch.
+    // One thread, so that the bytes do not depend on the machine: each helper thread of a
+    // threaded layer would add its own scratch.
     const int threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
-    run.print("Checks 7-8. Peak heap bytes of one call on one thread, d_model 64, H 4, causal:");
-    run.print("       T   lab 01 forward   efficient_forward");
+    run.print(
+        "Checks 7-8. Peak heap bytes of one call on one thread, d_model 64, H 4, causal "
+        "(efficient_forward: a second call on the same input, and the first):");
+    run.print("       T   lab 01 forward   efficient_forward   first call");
     std::vector<double> lab01_T, lab01_bytes, tiled_T, tiled_bytes;
+    workbench::CallHeapBytes longest;  // efficient_forward's at the longest T
     for (const std::size_t length : kTiledLengths) {
       xt::random::seed(kSeed + length);
       const Tensor3 tokens_x = xt::random::randn<float>({std::size_t{1}, length, kDModel});
-      minimodel::efficient_forward(layer, tokens_x, true);  // sets up its reusable buffers
-      const double tiled_peak = double(workbench::peak_extra_heap_bytes(
-          [&] { minimodel::efficient_forward(layer, tokens_x, true); }));
+      // The first call at a length sets up whatever buffers a layer keeps for later calls.
+      const auto call = [&] { minimodel::efficient_forward(layer, tokens_x, true); };
+      longest.first_call = double(workbench::peak_extra_heap_bytes(call));
+      longest.second_call = double(workbench::peak_extra_heap_bytes(call));
+      longest.output = double(length * kDModel * sizeof(float));
+      const double tiled_peak = longest.second_call;
       tiled_T.push_back(double(length));
       tiled_bytes.push_back(tiled_peak);
       std::string lab01_text = "";
@@ -301,10 +349,14 @@ int main(int argc, char** argv) {
         lab01_text = mib(peak);
       }
       char line[96];
-      std::snprintf(line, sizeof line, "%8zu %16s %19s", length, lab01_text.c_str(),
-                    mib(tiled_peak).c_str());
+      std::snprintf(line, sizeof line, "%8zu %16s %19s %12s", length, lab01_text.c_str(),
+                    mib(tiled_peak).c_str(), mib(longest.first_call).c_str());
       run.print(line);
     }
+    const std::string tiled_memory =
+        workbench::heap_bytes_legend("efficient_forward", kTiledLengths.back(), longest);
+    run.print("memory_vs_T.png's legend, from the bytes at T = " +
+              std::to_string(kTiledLengths.back()) + ": " + tiled_memory);
     openblas_set_num_threads(threads);
     // Lab 01 keeps the (1, H, T, T) weights of every call: at least H·T² floats.
     const double stored = double(kHeads) * 1024.0 * 1024.0 * sizeof(float);
@@ -331,12 +383,11 @@ int main(int argc, char** argv) {
     memory.log_y = true;
     memory.series = {
         {lab01_T, lab01_bytes, "lab 01 forward: stores (H, T, T) weights"},
-        {tiled_T, tiled_bytes, "efficient_forward: its output; buffers reused across calls"},
+        {tiled_T, tiled_bytes, tiled_memory},
         {tiled_T, weights_bytes, "lab 01's weights alone, H·T² floats (computed, not run)"}};
     workbench::render_line_plot(run.artifact("memory_vs_T.png"), memory);
 
     // Times, on one thread as above, so that they do not depend on the machine's core count.
-    const TorchTimings torch = load_torch_timings(workbench::source_dir() / kTorchTimings);
     openblas_set_num_threads(1);
     // efficient_forward's times per (T, d_model, H), shared by both tables.
     std::map<std::tuple<std::size_t, std::size_t, std::size_t>, CallTimes> tiled_ms;
@@ -357,7 +408,10 @@ int main(int argc, char** argv) {
         {{}, {}, "lab 01 forward"},
         {{}, {}, "lab 01 forward with causal_mask(T): computes every score"},
         {{}, {}, "efficient_forward"},
-        {{}, {}, "efficient_forward, causal: skips the tiles above the diagonal"}};
+        {{},
+         {},
+         workbench::causal_skip_legend("efficient_forward", counts.skipped,
+                                       blocks * (blocks - 1) / 2)}};
     nlohmann::json time_rows = nlohmann::json::array();
     for (const std::size_t length : kTimeTiledLengths) {
       const Tensor3 tokens_x = random_tokens(length, kTimeDModel);
@@ -405,78 +459,111 @@ int main(int argc, char** argv) {
     workbench::render_line_plot(run.artifact("time_vs_T.png"), time_plot);
 
     // GF/s on `workbook bench`'s suite; an unoptimised build times only its short shapes.
-    const std::string recorded = "recorded on " + torch.cpu + ", " + torch.date;
+    std::vector<workbench::BenchShape> rate_shapes;
+    for (const workbench::BenchShape& s : workbench::kBenchSuite)
+      if (s.T <= kTimeTiledLengths.back()) rate_shapes.push_back(s);
+    std::vector<CallTimes> rate_times;
+    for (const workbench::BenchShape& s : rate_shapes) {
+      const MultiHeadAttention layer_s(s.d_model, s.n_heads, kSeed + 1);
+      rate_times.push_back(time_tiled(layer_s, random_tokens(s.T, s.d_model)));
+    }
+    openblas_set_num_threads(threads);
+    TorchRun torch;
+    if (torch_requested) {
+      run.print("Timing torch MHA on the same shapes (--torch): " + kPython + " " + kBenchTorch +
+                " --torch-only --threads 1 --repetitions " + std::to_string(kRepetitions));
+      torch = measure_torch(rate_shapes);
+    } else {
+      torch.note = "torch not measured: " + torch_hint + " times it";
+    }
+    const bool with_torch = !torch.median_ms.empty();
     run.print(
         "GF/s on one thread on the shapes of `workbook bench`, FLOPs counted as it counts "
         "them, causal or not (measured, not checked):");
-    run.print("efficient_forward: " + timing_text() + "; torch MHA: " + recorded + ", torch " +
-              torch.torch + ", " + std::to_string(torch.threads) + " thread (" + kTorchTimings +
-              ").");
-    run.print(
-        "     T  d_model    H  causal   efficient_forward ms     GF/s   torch MHA GF/s   "
-        "ratio");
-    std::vector<workbench::LineSeries> rate_series = {
-        {{}, {}, "efficient_forward, this run"},
-        {{}, {}, "efficient_forward, causal, this run"},
-        {{}, {}, "torch MHA, " + recorded},
-        {{}, {}, "torch MHA, causal, " + recorded}};
+    run.print("efficient_forward: " + timing_text() +
+              (with_torch ? "; torch MHA (nn.MultiheadAttention, torch " + torch.version +
+                                "): the same, in this run, on one thread"
+                          : "; " + torch.note));
+    run.print(std::string("     T  d_model    H  causal   efficient_forward ms     GF/s") +
+              (with_torch ? "   torch MHA ms     GF/s   ratio" : ""));
+    std::vector<workbench::ShapeRates> ours_rates, torch_rates;
     nlohmann::json rate_rows = nlohmann::json::array();
-    std::string shapes_text;
-    for (const workbench::BenchShape& s : workbench::kBenchSuite) {
-      shapes_text += (shapes_text.empty() ? "" : " ") + std::string("(") + std::to_string(s.T) +
-                     ", " + std::to_string(s.d_model) + ", " + std::to_string(s.n_heads) + ")";
+    for (std::size_t i = 0; i < rate_shapes.size(); ++i) {
+      const workbench::BenchShape& s = rate_shapes[i];
+      workbench::ShapeRates ours{shape_text(s)}, theirs{shape_text(s)};
       for (const bool causal : {false, true}) {
-        rate_series[2 + causal].x.push_back(double(s.T));
-        rate_series[2 + causal].y.push_back(
-            torch.mha_gflops.at({s.T, s.d_model, s.n_heads, causal}));
-      }
-      if (s.T > kTimeTiledLengths.back()) continue;  // an unoptimised build's long shapes
-      const MultiHeadAttention layer_s(s.d_model, s.n_heads, kSeed + 1);
-      const CallTimes tiled_times = time_tiled(layer_s, random_tokens(s.T, s.d_model));
-      for (const bool causal : {false, true}) {
-        const double torch_gflops = torch.mha_gflops.at({s.T, s.d_model, s.n_heads, causal});
-        const double ms = causal ? tiled_times.causal : tiled_times.plain;
+        const double ms = causal ? rate_times[i].causal : rate_times[i].plain;
         const double gflops = workbench::attention_flops(s) / (ms * 1e6);
-        rate_series[causal].x.push_back(double(s.T));
-        rate_series[causal].y.push_back(gflops);
-        char line[128];
-        std::snprintf(line, sizeof line, "%6zu %8zu %4zu %7s %22.2f %8.1f %16.1f %7.2f", s.T,
-                      s.d_model, s.n_heads, causal ? "yes" : "no", ms, gflops, torch_gflops,
-                      gflops / torch_gflops);
+        (causal ? ours.causal : ours.plain) = gflops;
+        char line[160];
+        int n = std::snprintf(line, sizeof line, "%6zu %8zu %4zu %7s %22.2f %8.1f", s.T, s.d_model,
+                              s.n_heads, causal ? "yes" : "no", ms, gflops);
+        nlohmann::json row = {{"T", s.T},         {"d_model", s.d_model}, {"n_heads", s.n_heads},
+                              {"causal", causal}, {"median_ms", ms},      {"gflops_per_s", gflops}};
+        if (with_torch) {
+          const double torch_ms = torch.median_ms.at({s.T, s.d_model, s.n_heads, causal});
+          const double torch_gflops = workbench::attention_flops(s) / (torch_ms * 1e6);
+          (causal ? theirs.causal : theirs.plain) = torch_gflops;
+          std::snprintf(line + n, sizeof line - std::size_t(n), " %14.2f %8.1f %7.2f", torch_ms,
+                        torch_gflops, gflops / torch_gflops);
+          row["torch_mha_median_ms"] = torch_ms;
+          row["torch_mha_gflops_per_s"] = torch_gflops;
+          row["ratio"] = gflops / torch_gflops;
+        }
         run.print(line);
-        rate_rows.push_back({{"T", s.T},
-                             {"d_model", s.d_model},
-                             {"n_heads", s.n_heads},
-                             {"causal", causal},
-                             {"median_ms", ms},
-                             {"gflops_per_s", gflops},
-                             {"torch_mha_gflops_per_s", torch_gflops},
-                             {"ratio", gflops / torch_gflops}});
+        rate_rows.push_back(row);
       }
+      ours_rates.push_back(ours);
+      if (with_torch) torch_rates.push_back(theirs);
     }
-    openblas_set_num_threads(threads);
     if (!kOptimised)
       run.print("(unoptimised build: only the shapes with T <= " +
                 std::to_string(kTimeTiledLengths.back()) + ")");
-    run.print(
-        "ratio = efficient_forward's GF/s / torch MHA's: above 1, efficient_forward is "
-        "faster, on this machine against torch's.");
-    run.measure("gflops_vs_torch", {{"torch_recorded",
-                                     {{"file", kTorchTimings},
-                                      {"cpu", torch.cpu},
-                                      {"date", torch.date},
-                                      {"threads", torch.threads},
-                                      {"torch", torch.torch},
-                                      {"blas", torch.blas}}},
+    if (with_torch)
+      run.print(
+          "ratio = efficient_forward's GF/s / torch MHA's, both timed in this run: above 1, "
+          "efficient_forward is faster.");
+    run.measure("gflops_vs_torch", {{"torch",
+                                     {{"requested", torch_requested},
+                                      {"measured", with_torch},
+                                      {"version", torch.version},
+                                      {"note", with_torch ? "" : torch.note}}},
                                     {"rows", rate_rows}});
 
-    workbench::LinePlot rate_plot;
-    rate_plot.title = "Lab 07: GF/s on one thread on the shapes of workbook bench" +
-                      std::string(kOptimised ? "" : " (unoptimised build)");
-    rate_plot.x_label = "T of the shape (T, d_model, H): " + shapes_text;
-    rate_plot.y_label = "GFLOP/s (causal counted at the full FLOPs)";
-    rate_plot.log_x = true;
-    rate_plot.series = rate_series;
-    workbench::render_line_plot(run.artifact("gflops_vs_torch.png"), rate_plot);
+    const workbench::BarChart rate_chart =
+        workbench::rates_per_shape_chart("Lab 07: GF/s on one thread per shape of workbook bench" +
+                                             std::string(kOptimised ? "" : " (unoptimised build)"),
+                                         "efficient_forward", ours_rates, torch_rates, torch.note);
+    workbench::render_bar_chart(run.artifact("gflops_vs_torch.png"), rate_chart);
   });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --torch is this program's own option; the verify frame parses the rest.
+  bool torch_requested = false, help = false;
+  std::vector<char*> frame_args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    help = help || arg == "--help" || arg == "-h";
+    if (arg == "--torch")
+      torch_requested = true;
+    else
+      frame_args.push_back(argv[i]);
+  }
+  // The command that adds torch, as the learner would type it from the repository's top.
+  std::filesystem::path self = argv[0];
+  if (self.is_absolute()) {
+    const std::filesystem::path inside = self.lexically_relative(workbench::source_dir());
+    self = !inside.empty() && *inside.begin() != ".." ? inside : self.filename();
+  }
+  const std::string torch_hint = self.string() + " --torch";
+  const int status =
+      verify_lab07(int(frame_args.size()), frame_args.data(), torch_requested, torch_hint);
+  if (help)
+    std::cout << "Lab 07's own option:\n  --torch   also time PyTorch's nn.MultiheadAttention "
+                 "on the GF/s shapes, in this run on one thread, with "
+              << kPython << " " << kBenchTorch << " (needs torch there; adds torch's time)\n";
+  return status;
 }
