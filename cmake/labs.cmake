@@ -201,6 +201,7 @@ function(minimodel_lab number)
                            "${lab}_learner_built")
   minimodel_discover_tests(test-${lab}-reference "${lab}.reference." "reference")
   add_dependencies(reference-checks test-${lab}-reference verify-${lab}-reference)
+  add_dependencies(test-workbook-runner verify-${lab}-reference)  # its VerifyOutputs tests run it
   # What the workbook verbs build: labNN-learner, a lab's learner programs, and learner, every
   # lab's, which make brings up to date in one pass (it walks the shared libraries once, not once
   # per program: 3 s instead of 9 for labs 00–04).

@@ -245,6 +245,7 @@ int verify_lab07(int argc, char** argv, bool torch_requested, const std::string&
     const Tensor2 scores = {{-kInf, -kInf, 0.5f, 2.0f, -kInf}, {-kInf, -kInf, -kInf, -kInf, -kInf}};
     const Tensor2 weights = minimodel::online_softmax(scores);
     run.print_matrix("online_softmax", weights);
+    run.record("online_softmax", weights, kTolerance, "A");
     const Tensor2 finite = {{0.5f, 2.0f}};
     Tensor2 expected = xt::zeros<float>({2, 5});
     xt::view(expected, 0, xt::range(2, 4)) = xt::view(minimodel::softmax(finite), 0);
@@ -266,7 +267,7 @@ int verify_lab07(int argc, char** argv, bool torch_requested, const std::string&
     options.tiles = {kTile, kTile};
     options.counts = &counts;
     const Tensor2 tiled_head = minimodel::tiled_attention(q, q, q, options);
-    run.record("tiled_attention_causal", tiled_head, kLongTolerance);
+    run.record("tiled_attention_causal", tiled_head, kLongTolerance, "B");
     run.check_max_abs_diff(
         "equals single_head_attention with causal_mask(" + std::to_string(kTileT) + ")",
         workbench::max_abs_diff(
@@ -308,15 +309,16 @@ int verify_lab07(int argc, char** argv, bool torch_requested, const std::string&
         "Checks 5-6 (Block C). efficient_forward against lab 01's forward on <bos> I work , "
         "you work , he (d_model 64, H 4).");
     const Tensor3 tiled = minimodel::efficient_forward(layer, x);
-    run.record("efficient_forward", tiled, kTolerance);
+    run.record("efficient_forward", tiled, kTolerance, "C");
     run.check_max_abs_diff("not causal, tiles 64 x 64: equals MultiHeadAttention::forward",
                            workbench::max_abs_diff(tiled, layer.forward(x)), kTolerance);
     const Tensor3 tiled_causal = minimodel::efficient_forward(layer, x, true, {3, 3});
-    run.record("efficient_forward_causal", tiled_causal, kTolerance);
+    run.record("efficient_forward_causal", tiled_causal, kTolerance, "C");
     run.check_max_abs_diff(
         "causal, tiles 3 x 3: equals forward with causal_mask(8)",
         workbench::max_abs_diff(tiled_causal, layer.forward(x, minimodel::causal_mask(T))),
         kTolerance);
+    if (run.comparing()) return;  // workbook diff: what follows is memory and time
 
     // One thread, so that the bytes do not depend on the machine: each helper thread of a
     // threaded layer would add its own scratch.

@@ -72,6 +72,10 @@ class VerifyRun {
 
   const std::string& implementation() const { return implementation_; }
 
+  /// True when the run records outputs for `workbook diff` (--dump): a verify program may stop
+  /// after its last record(), before what takes long and records nothing (timings, training).
+  bool comparing() const { return !dump_dir_.empty(); }
+
  private:
   struct Check {
     std::string name;
