@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   bench_cmd
       ->add_option("--repetitions", bench_options.repetitions,
-                   "Runs per benchmark; the median is reported")
+                   "Runs per benchmark; their median is reported (with 1: that run)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   bench_cmd->add_flag("--quick", bench_options.quick,
