@@ -757,6 +757,35 @@ TEST_F(WorkbookScratch, NoStaleVerifyProgramWritesALearnerArtifact) {
   EXPECT_FALSE(fs::exists(manifest));
 }
 
+// `workbook attend` builds the engine of the implementation it runs, in its build folder, so that
+// an edit of the learner's code is what runs; so does `generate`.
+TEST_F(WorkbookScratch, AttendAndGenerateBuildTheLearnersLatestCodeFirst) {
+  const fs::path fixture = repo_ / "tests/fixtures/mha_batched";
+  auto attend = [&](const std::string& impl, const std::string& out) {
+    return workbook("attend --impl " + impl + " --heads 4 --x " + (fixture / "x.npy").string() +
+                    " --wq " + (fixture / "w_q.npy").string() + " --wk " +
+                    (fixture / "w_k.npy").string() + " --wv " + (fixture / "w_v.npy").string() +
+                    " --wo " + (fixture / "w_o.npy").string() + " --out " +
+                    (scratch_ / (out + "_y.npy")).string() + " --attn-out " +
+                    (scratch_ / (out + "_attn.npy")).string());
+  };
+  const Outcome stubs = attend("learner", "stubs");
+  EXPECT_EQ(stubs.status, 1) << stubs.out;
+  EXPECT_NE(stubs.out.find("TODO(lab 0"), std::string::npos) << stubs.out;
+
+  copy_references(repo_, {"scaled_dot_product.cpp", "attention.cpp"});  // lab 01's layer, done
+  const Outcome learner = attend("learner", "learner");
+  ASSERT_EQ(learner.status, 0) << learner.out;
+  ASSERT_EQ(attend("reference", "reference").status, 0);
+  EXPECT_EQ(read(scratch_ / "learner_y.npy"), read(scratch_ / "reference_y.npy"));
+  EXPECT_EQ(read(scratch_ / "learner_attn.npy"), read(scratch_ / "reference_attn.npy"));
+
+  const Outcome generate = workbook("generate --impl learner --checkpoint " +
+                                    (scratch_ / "none").string() + " --prompt 1");
+  EXPECT_EQ(generate.status, 2) << generate.out;  // no checkpoint there, once it is built
+  EXPECT_TRUE(fs::exists(repo_ / "build/bin/generate-learner")) << generate.out;
+}
+
 TEST_F(WorkbookScratch, WatchRechecksWhenALearnerFileIsSaved) {
   keep_labs(kLastLabUsed);  // watch builds every lab of the registry first
   const fs::path log = scratch_ / "watch.txt";
