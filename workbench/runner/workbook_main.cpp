@@ -186,8 +186,9 @@ int main(int argc, char** argv) {
       "break",
       "Break lab NN on purpose: with no NAME, list its mutants (realistic bugs, each the reference "
       "with one change, from labs/mutants/). With NAME, say first which tests will fail and "
-      "whether the verify program will notice; then the reference with that bug is built in "
-      "BUILD/mutants/, its tests and verify program run, and what failed is shown beside your "
+      "whether the verify program will notice (a [FAIL] check, or stopping with an error); then "
+      "the reference with that bug is built in BUILD/mutants/, its tests and verify program run "
+      "(a training's progress shows as it goes), and what failed is shown beside your "
       "prediction. Your files are never touched; predictions live in BUILD/workbook-state.json.");
   break_cmd->add_option("NN", lab, "Lab number")->required();
   break_cmd->add_option("NAME", mutant, "A mutant of the lab (see `workbook break NN`)");
