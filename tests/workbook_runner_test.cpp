@@ -612,7 +612,8 @@ TEST_F(WorkbookScratch, BreakAsksForAPredictionThenShowsWhatTheMutantBreaks) {
   for (const char* expected :
        {"the tests: 1 of 12 fail", "predicted  Softmax.IsStableForLargeLogits",
         "predicted to fail, but passed:", "Softmax.MatchesTheHandExample",
-        "the verify program: every check passes  (you predicted otherwise)",
+        "the verify program does not notice: every check passes, no error  (you predicted "
+        "otherwise)",
         "you foresaw 1 of the 1 failures; 2 tests you named passed."})
     EXPECT_NE(run.out.find(expected), std::string::npos) << expected << "\n" << run.out;
   const auto state = nlohmann::json::parse(read(repo_ / "build" / "workbook-state.json"));
@@ -620,6 +621,94 @@ TEST_F(WorkbookScratch, BreakAsksForAPredictionThenShowsWhatTheMutantBreaks) {
   EXPECT_EQ(record["failed"], nlohmann::json::array({"Softmax.IsStableForLargeLogits"})) << state;
   EXPECT_EQ(record["verify_predicted"], true) << state;
   EXPECT_EQ(git("status --porcelain").out, "") << "neither the learner's files nor the reference";
+}
+
+TEST_F(WorkbookScratch, BreakCountsAVerifyProgramThatStopsWithAnErrorAsNoticedAndSaysSo) {
+  // A mutant of this test's own: softmax throws, so the verify program stops before its checks.
+  const fs::path catalogue = repo_ / "labs/mutants/00-attention-by-hand.json";
+  nlohmann::ordered_json mutants = nlohmann::ordered_json::parse(read(catalogue));
+  mutants["mutants"].push_back({{"name", "softmax-throws"},
+                                {"block", "A"},
+                                {"bug", "softmax throws instead of returning"},
+                                {"replace", "  return e / row_sum;"},
+                                {"with",
+                                 "  if (e.size() > 0) throw std::runtime_error(\"a "
+                                 "mutant that stops\");\n  return e / row_sum;"}});
+  write(catalogue, mutants.dump(1));
+  const Outcome run = sh("printf 'all\\ny\\n' | " + std::string(MINIMODEL_BIN_DIR) +
+                         "/workbook --repo " + repo_.string() + " --build-dir " +
+                         (repo_ / "build").string() + " break 00 softmax-throws 2>/dev/null");
+  EXPECT_EQ(run.status, 0) << run.out;
+  // The question names both ways of noticing, and the verdict says which one happened.
+  for (const char* expected :
+       {"Does the verify program notice: a [FAIL] check, or stopping with an error? y or n:",
+        "the verify program notices: it stopped with an error (exit status 2: ",
+        "a mutant that stops)  (as you predicted)"})
+    EXPECT_NE(run.out.find(expected), std::string::npos) << expected << "\n" << run.out;
+}
+
+// The arrival time of each line of `workbook <args>`'s output, read through a pipe as it comes.
+struct TimedLine {
+  double seconds;  // since the command started
+  std::string text;
+};
+
+std::vector<TimedLine> timed_lines(const std::vector<std::string>& args) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<TimedLine> lines;
+  workbench::CaptureOptions options;
+  options.on_line = [&](const std::string& line) {
+    lines.push_back(
+        {std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), line});
+  };
+  workbench::run_captured(std::string(MINIMODEL_BIN_DIR) + "/workbook", args, options);
+  return lines;
+}
+
+// The first line that matches `pattern`, or nullptr.
+const TimedLine* first_line(const std::vector<TimedLine>& lines, const std::string& pattern) {
+  const std::regex re(pattern);
+  for (const TimedLine& line : lines)
+    if (std::regex_search(line.text, re)) return &line;
+  return nullptr;
+}
+
+std::string joined(const std::vector<TimedLine>& lines) {
+  std::string text;
+  for (const TimedLine& line : lines)
+    text += std::to_string(line.seconds) + "  " + line.text + "\n";
+  return text;
+}
+
+// Lab 10's verify program trains for about half a minute: its progress lines come through the
+// pipe while it trains, the first of them long before the training ends (half its time at least).
+TEST_F(WorkbookScratch, VerifyAndBreakOfLab10ShowTheTrainingAsItGoesThroughAPipe) {
+  const std::vector<std::string> base = {"--repo", repo_.string(), "--build-dir",
+                                         (repo_ / "build").string()};
+  std::vector<std::string> verify = base;
+  verify.insert(verify.end(), {"verify", "10", "--impl", "reference"});
+  const std::vector<TimedLine> lines = timed_lines(verify);
+  const TimedLine* progress = first_line(lines, R"(^step \d+/\d+ .*s left$)");
+  const TimedLine* trained = first_line(lines, R"(^Trained in [0-9.]+ s)");
+  ASSERT_NE(progress, nullptr) << joined(lines);
+  ASSERT_NE(trained, nullptr) << joined(lines);
+  const double training_seconds =
+      std::stod(trained->text.substr(std::string("Trained in ").size()));
+  EXPECT_LT(progress->seconds, trained->seconds - training_seconds / 2) << joined(lines);
+
+  const std::string mutant = "no-position-table";
+  std::vector<std::string> breaks = base;
+  breaks.insert(breaks.end(), {"break", "10", mutant, "--no-predict"});
+  const std::vector<TimedLine> broken = timed_lines(breaks);
+  const TimedLine* shown = first_line(broken, R"(^  step \d+/\d+ )");
+  const TimedLine* verdict = first_line(broken, R"(^the verify program )");
+  ASSERT_NE(shown, nullptr) << joined(broken);
+  ASSERT_NE(verdict, nullptr) << joined(broken);
+  const auto manifest = nlohmann::json::parse(
+      read(repo_ / "build/mutants/lab10" / mutant / "experiment/manifest.json"), nullptr, false);
+  ASSERT_TRUE(manifest.contains("measurements")) << joined(broken);
+  const double mutant_seconds = manifest["measurements"]["training_seconds"].get<double>();
+  EXPECT_LT(shown->seconds, verdict->seconds - mutant_seconds / 2) << joined(broken);
 }
 
 TEST_F(WorkbookScratch, SolutionWaitsForPassingTestsUnlessForced) {
@@ -928,6 +1017,35 @@ TEST_F(WorkbookScratch, NoStaleVerifyProgramWritesALearnerArtifact) {
   EXPECT_EQ(verify.status, 1) << verify.out;
   EXPECT_NE(verify.out.find("the build failed"), std::string::npos) << verify.out;
   EXPECT_FALSE(fs::exists(manifest));
+}
+
+// `workbook attend` builds the engine of the implementation it runs, in its build folder, so that
+// an edit of the learner's code is what runs; so does `generate`.
+TEST_F(WorkbookScratch, AttendAndGenerateBuildTheLearnersLatestCodeFirst) {
+  const fs::path fixture = repo_ / "tests/fixtures/mha_batched";
+  auto attend = [&](const std::string& impl, const std::string& out) {
+    return workbook("attend --impl " + impl + " --heads 4 --x " + (fixture / "x.npy").string() +
+                    " --wq " + (fixture / "w_q.npy").string() + " --wk " +
+                    (fixture / "w_k.npy").string() + " --wv " + (fixture / "w_v.npy").string() +
+                    " --wo " + (fixture / "w_o.npy").string() + " --out " +
+                    (scratch_ / (out + "_y.npy")).string() + " --attn-out " +
+                    (scratch_ / (out + "_attn.npy")).string());
+  };
+  const Outcome stubs = attend("learner", "stubs");
+  EXPECT_EQ(stubs.status, 1) << stubs.out;
+  EXPECT_NE(stubs.out.find("TODO(lab 0"), std::string::npos) << stubs.out;
+
+  copy_references(repo_, {"scaled_dot_product.cpp", "attention.cpp"});  // lab 01's layer, done
+  const Outcome learner = attend("learner", "learner");
+  ASSERT_EQ(learner.status, 0) << learner.out;
+  ASSERT_EQ(attend("reference", "reference").status, 0);
+  EXPECT_EQ(read(scratch_ / "learner_y.npy"), read(scratch_ / "reference_y.npy"));
+  EXPECT_EQ(read(scratch_ / "learner_attn.npy"), read(scratch_ / "reference_attn.npy"));
+
+  const Outcome generate = workbook("generate --impl learner --checkpoint " +
+                                    (scratch_ / "none").string() + " --prompt 1");
+  EXPECT_EQ(generate.status, 2) << generate.out;  // no checkpoint there, once it is built
+  EXPECT_TRUE(fs::exists(repo_ / "build/bin/generate-learner")) << generate.out;
 }
 
 TEST_F(WorkbookScratch, WatchRechecksWhenALearnerFileIsSaved) {

@@ -582,6 +582,28 @@ TEST(WorkbookBench, QuickJsonReportsEveryShapeWithConsistentUnitsAndTheStoredWei
               2.0 * 128 * 128 * 128 / (sgemm.at("median_ms").get<double>() * 1e6), 1e-6);
 }
 
+// Google Benchmark computes no median of one repetition: the table shows the one run of each
+// layer and shape instead, and says so, and each row shows on stderr as it finishes.
+TEST(WorkbookBench, OneRepetitionReportsTheRunOfEveryShape) {
+  const fs::path scratch = fs::temp_directory_path() / "workbook_bench_one_run";
+  fs::create_directories(scratch);
+  const fs::path out = scratch / "bench.txt";
+  const CommandResult run = workbook(
+      "bench --quick --impl reference --threads 1 --repetitions 1 > " + out.string(), scratch);
+  const std::string table = workbench::read_file(out);
+  fs::remove_all(scratch);
+  ASSERT_EQ(run.status, 0) << run.stderr_text << table;
+  EXPECT_NE(table.find(" cores, 1 run ("), std::string::npos) << table;
+  std::istringstream lines(table);
+  std::size_t rows = 0;
+  for (std::string line; std::getline(lines, line);)
+    rows += line.rfind("lab01 reference", 0) == 0 || line.rfind("lab07 reference", 0) == 0;
+  EXPECT_EQ(rows, 8u) << "labs 01 and 07, two shapes each, causal and not\n" << table;
+  EXPECT_NE(run.stderr_text.find("bench-reference: lab07/T:64/d_model:64/H:4/causal"),
+            std::string::npos)
+      << run.stderr_text;
+}
+
 TEST(WorkbookBench, RejectsZeroThreads) {
   const CommandResult run = workbook("bench --threads 0", fs::temp_directory_path());
   EXPECT_EQ(run.status, 2) << run.stderr_text;

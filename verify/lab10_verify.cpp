@@ -4,10 +4,10 @@
 // it; the trained model predicts the second copy; a layer-0 head attends to the previous token and
 // a layer-1 head to the token after the earlier occurrence of the current one (an induction head);
 // the checkpoint reads back bit for bit.
-// Writes loss_log.csv while it trains (with a progress bar on a terminal), the checkpoint folder,
-// loss_curves.png, attention.png (every head before and after training) and head_scores.png.
+// Writes loss_log.csv while it trains (progress on stderr: a bar, or a line every 5 %), the
+// checkpoint folder, loss_curves.png, attention.png (every head before and after training) and
+// head_scores.png.
 #include <malloc.h>  // mallopt
-#include <unistd.h>  // isatty
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +27,7 @@
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/model/tiny_transformer.hpp"
+#include "verify_frame/step_progress.hpp"
 
 using minimodel::Matrix;
 using minimodel::ModelConfig;
@@ -201,11 +202,11 @@ int main(int argc, char** argv) {
     minimodel::Adam adam(params, {kLearningRate, 0.9f, 0.999f, 1e-8f});
     std::mt19937_64 data(lab_setup::kSeed + 1);
 
-    // The loss log, written as training goes (tail -f it), and a progress bar on a terminal.
+    // The loss log, written as training goes (tail -f it), and the progress on stderr.
     const std::filesystem::path log_path = run.artifact("loss_log.csv");
     std::ofstream log(log_path);
     log << "step,random_tokens_loss,second_copy_loss,seconds\n";
-    const bool terminal = isatty(STDERR_FILENO) != 0;
+    workbench::StepProgress progress(kSteps);
     std::vector<double> curve_steps, curve_random, curve_copied;
     double window_random = 0.0, window_copied = 0.0, final_random = 0.0, final_copied = 0.0;
     const auto start = std::chrono::steady_clock::now();
@@ -227,16 +228,14 @@ int main(int argc, char** argv) {
         curve_steps.push_back(double(step));
         curve_random.push_back(window_random);
         curve_copied.push_back(window_copied);
-        if (terminal) {
-          const std::size_t filled = 30 * step / kSteps;
-          std::fprintf(stderr, "\r[%s%s] step %zu/%zu  random %.3f  second copy %.3f  %.0f s ",
-                       std::string(filled, '#').c_str(), std::string(30 - filled, '.').c_str(),
-                       step, kSteps, window_random, window_copied, seconds);
-        }
+        char losses[64];
+        std::snprintf(losses, sizeof losses, "random %.3f  second copy %.3f", window_random,
+                      window_copied);
+        progress.update(step, losses);
         window_random = window_copied = 0.0;
       }
     }
-    if (terminal) std::fprintf(stderr, "\n");
+    progress.finish();
     log.close();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,6 +3,7 @@
 // allocates beyond what was allocated before it. `workbook bench` runs it and prints the table.
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <optional>
@@ -82,6 +83,9 @@ void time_sgemm(benchmark::State& state, std::size_t n) {
 
 // bench-<impl> [--quick] [--threads N] [Google Benchmark's --benchmark_* flags]
 int main(int argc, char** argv) {
+  // Google Benchmark prints each row to stdout as it finishes: line by line into a pipe too
+  // (`workbook bench` reads one), not in 4 KiB blocks.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   bool quick = false;
   int threads = 0;
   std::vector<char*> rest = {argv[0]};

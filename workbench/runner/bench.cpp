@@ -1,6 +1,7 @@
 // `workbook bench`: time the labs' attention layers on a suite of shapes, with the engine of each
 // implementation (bench-reference, bench-learner: Google Benchmark), and print one table or a
-// JSON document. Times are medians of repetitions in one run; nothing asserts a time.
+// JSON document. Times are medians of repetitions in one run (or the one run, with
+// --repetitions 1); nothing asserts a time.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -53,17 +54,20 @@ struct Report {
   nlohmann::json sgemm;  ///< {"n", "median_ms", "gflops_per_s"}
 };
 
-// Google Benchmark's JSON report -> rows: the "median" aggregates, and the runs that failed.
-// The engine names each benchmark after its layer and shape: "lab01/T:128/d_model:512/H:8/causal",
-// and the SGEMM it times for comparison "sgemm/n:2048".
-Report read_report(const nlohmann::json& report, const std::string& impl) {
+// Google Benchmark's JSON report -> rows: the "median" aggregates, and the runs that failed. With
+// one repetition it computes no aggregate: `single_run` reads the runs themselves. The engine names
+// each benchmark after its layer and shape: "lab01/T:128/d_model:512/H:8/causal", and the SGEMM it
+// times for comparison "sgemm/n:2048".
+Report read_report(const nlohmann::json& report, const std::string& impl, bool single_run) {
   static const std::regex name_pattern(R"(^(\w+)/T:(\d+)/d_model:(\d+)/H:(\d+)(/causal)?)");
   static const std::regex sgemm_pattern(R"(^sgemm/n:(\d+))");
   Report result;
   std::vector<Timing>& rows = result.rows;
   for (const auto& run : report.at("benchmarks")) {
     const bool failed = run.value("error_occurred", false);
-    if (!failed && run.value("aggregate_name", "") != "median") continue;
+    const bool kept = single_run ? run.value("run_type", "") == "iteration"
+                                 : run.value("aggregate_name", "") == "median";
+    if (!failed && !kept) continue;
     const std::string name = run.at("run_name");
     std::smatch m;
     if (std::regex_search(name, m, sgemm_pattern) && !failed) {
@@ -107,9 +111,12 @@ std::string fixed(double value, int decimals) {
 
 void print_table(const Context& ctx, const std::vector<Timing>& rows,
                  const nlohmann::json& machine) {
+  const int repetitions = machine.at("repetitions").get<int>();
   std::cout << "OpenBLAS threads " << machine.at("threads").dump() << ", "
-            << machine.at("cpus").dump() << " cores, median of " << machine.at("repetitions").dump()
-            << " repetitions (" << machine.value("blas", std::string()) << ")\n";
+            << machine.at("cpus").dump() << " cores, "
+            << (repetitions == 1 ? std::string("1 run")
+                                 : "median of " + std::to_string(repetitions) + " repetitions")
+            << " (" << machine.value("blas", std::string()) << ")\n";
   std::map<std::string, double> sgemm;  // GF/s of each implementation's engine
   for (const auto& [impl, rate] : machine.at("sgemm").items()) {
     sgemm[impl] = rate.at("gflops_per_s").get<double>();
@@ -178,10 +185,14 @@ int bench(const Context& ctx, const BenchOptions& options) {
       args.push_back("--quick");
       args.push_back("--benchmark_min_time=0.01");
     }
-    // Progress on stderr, one line per finished benchmark, so that stdout stays the result.
+    // Progress on stderr, one line per finished benchmark, so that stdout stays the result: the
+    // engine's console rows, but not the mean, stddev and cv beside each median.
+    static const std::regex other_statistic(R"(^\S+_(mean|stddev|cv) )");
     workbench::CaptureOptions progress;
     progress.on_line = [&](const std::string& line) {
-      if (line.find("_median ") != std::string::npos) std::cerr << engine << ": " << line << '\n';
+      const bool row = line.rfind("sgemm/", 0) == 0 || line.rfind("lab", 0) == 0;
+      if (row && !std::regex_search(line, other_statistic))
+        std::cerr << engine << ": " << line << '\n' << std::flush;
     };
     std::filesystem::remove(report);
     const workbench::CapturedRun run =
@@ -193,7 +204,9 @@ int bench(const Context& ctx, const BenchOptions& options) {
     machine["blas"] = context.value("blas", "");
     machine["threads"] = std::stoi(context.value("threads", "0"));
     machine["mhz_per_cpu"] = context.value("mhz_per_cpu", 0);
-    Report engine_report = read_report(parsed, impl);
+    Report engine_report = read_report(parsed, impl, options.repetitions == 1);
+    if (engine_report.rows.empty())  // never an empty table that looks like a result
+      throw EnvironmentError(engine + " reported no benchmark (" + report.string() + ")");
     if (!engine_report.sgemm.is_null()) machine["sgemm"][impl] = engine_report.sgemm;
     for (Timing& t : engine_report.rows) {
       if (impl == "reference" && !t.error.empty()) reference_ran = false;

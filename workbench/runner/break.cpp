@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <regex>
 #include <set>
 
 #include "runner/report.hpp"
@@ -90,7 +91,9 @@ Prediction ask_prediction(const Lab& lab) {
     std::cout << "that names no test of lab " << lab.number << "; try again\n";
   }
   for (;;) {
-    const auto answer = ask("Does the verify program notice (a [FAIL] check)? y or n:");
+    const auto answer =
+        ask("Does the verify program notice: a [FAIL] check, or stopping with an "
+            "error? y or n:");
     if (!answer) throw UsageError(none);
     if (!answer->empty() && (lower(*answer)[0] == 'y' || lower(*answer)[0] == 'n')) {
       prediction.verify_notices = lower(*answer)[0] == 'y';
@@ -106,11 +109,23 @@ struct VerifyOutcome {
   std::string problem;                     ///< how it ended, if not with its checks
 };
 
+// Runs the mutant's verify program, showing its progress lines (lab 10's training: "step 80/1500
+// (5%) …", from verify_frame/step_progress.hpp) as they come, in place on a terminal.
 VerifyOutcome run_verify(const Context& ctx, const std::string& target, const fs::path& out) {
+  static const std::regex progress_line(R"(^step \d+/\d+ )");
+  std::cout << "running its verify program…\n" << std::flush;
+  bool shown = false;
   workbench::CaptureOptions options;
   options.time_limit = kTestTimeLimit;
+  options.on_line = [&](const std::string& line) {
+    if (!std::regex_search(line, progress_line)) return;
+    std::cout << (ctx.terminal ? "\r\033[K  " : "  ") << line << (ctx.terminal ? "" : "\n")
+              << std::flush;
+    shown = true;
+  };
   const workbench::CapturedRun run =
       workbench::run_captured(ctx.ws.bin(target).string(), {"--out", out.string()}, options);
+  if (shown && ctx.terminal) std::cout << "\r\033[K" << std::flush;
   VerifyOutcome outcome;
   for (const std::string& line : workbench::split_lines(run.output))
     if (workbench::trim(line).rfind("[FAIL]", 0) == 0)
@@ -186,6 +201,7 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
               << ": `workbook dev-check` names it)\n";
     return kEnvironment;
   }
+  std::cout << "running its tests…\n" << std::flush;
   const LabResult result = run_built_tests(ctx.ws, lab, tests);
   const fs::path artifacts = scratch / "experiment";
   const VerifyOutcome checks = run_verify(ctx, verify, artifacts);
@@ -238,13 +254,14 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
     if (!yours->problem.empty()) std::cout << yours->problem << '\n';
   }
 
+  // What the question asked: a [FAIL] check, or stopping with an error. The line says which.
   const bool noticed = !checks.failed_checks.empty() || !checks.ran;
-  std::cout << ctx.bold(std::string("the verify program: ") +
-                        (!checks.ran ? "stopped (" + checks.problem + ")"
-                         : noticed   ? std::to_string(checks.failed_checks.size()) +
-                                         (checks.failed_checks.size() == 1 ? " check fails"
-                                                                           : " checks fail")
-                                   : "every check passes"))
+  const std::size_t n_checks = checks.failed_checks.size();
+  std::cout << ctx.bold("the verify program " +
+                        (!checks.ran ? "notices: it stopped with an error (" + checks.problem + ")"
+                         : noticed   ? "notices: " + std::to_string(n_checks) +
+                                         (n_checks == 1 ? " check fails" : " checks fail")
+                                   : std::string("does not notice: every check passes, no error")))
             << (predict ? (noticed == *prediction.verify_notices ? "  (as you predicted)"
                                                                  : "  (you predicted otherwise)")
                         : "")

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -19,16 +20,25 @@ namespace {
 using workbook::kEnvironment;
 using workbook::kUsage;
 
-// attend: run attend-<impl> from the same build folder with the same options.
-int attend(const std::string& impl, const workbench::AttendOptions& options) {
-  const auto engine = workbench::executable_dir() / ("attend-" + impl);
-  if (!std::filesystem::exists(engine)) {
-    std::cerr << "workbook attend: " << engine.string() << " is missing; build it with "
-              << "`cmake --build build --target attend-" << impl << "`\n";
-    return kEnvironment;
-  }
+// Builds `engine` (attend-learner, …) in the build folder first, so that it runs the learner's
+// latest code; build steps go to stderr as check's do. Its path, or nullopt after one message.
+std::optional<std::filesystem::path> built_engine(const workbook::Context& ctx,
+                                                  const std::string& verb,
+                                                  const std::string& engine) {
+  const workbook::BuildResult build = workbook::build_targets(ctx.ws, {engine});
+  if (build.ok) return ctx.ws.bin(engine);
+  std::cerr << "workbook " << verb << ": " << engine << " does not build: " << build.first_error
+            << "\nfull build output: " << ctx.ws.relative(build.log) << '\n';
+  return std::nullopt;
+}
+
+// attend: build attend-<impl> in the build folder, then run it with the same options.
+int attend(const workbook::Context& ctx, const std::string& impl,
+           const workbench::AttendOptions& options) {
+  const auto engine = built_engine(ctx, "attend", "attend-" + impl);
+  if (!engine) return workbook::kNotDone;
   const workbench::ProcessStatus status =
-      workbench::run_process(engine, workbench::attend_arguments(options));
+      workbench::run_process(*engine, workbench::attend_arguments(options));
   if (!status.exited) {
     std::cerr << "workbook attend: the " << impl << " implementation crashed with "
               << status.describe() << "; nothing was written\n";
@@ -37,16 +47,13 @@ int attend(const std::string& impl, const workbench::AttendOptions& options) {
   return status.code;
 }
 
-// generate: run generate-<impl> from the same build folder with the same options, as attend does.
-int generate(const std::string& impl, const workbench::GenerateOptions& options) {
-  const auto engine = workbench::executable_dir() / ("generate-" + impl);
-  if (!std::filesystem::exists(engine)) {
-    std::cerr << "workbook generate: " << engine.string() << " is missing; build it with "
-              << "`cmake --build build --target generate-" << impl << "`\n";
-    return kEnvironment;
-  }
+// generate: build generate-<impl>, then run it with the same options, as attend does.
+int generate(const workbook::Context& ctx, const std::string& impl,
+             const workbench::GenerateOptions& options) {
+  const auto engine = built_engine(ctx, "generate", "generate-" + impl);
+  if (!engine) return workbook::kNotDone;
   const workbench::ProcessStatus status =
-      workbench::run_process(engine, workbench::generate_arguments(options));
+      workbench::run_process(*engine, workbench::generate_arguments(options));
   if (!status.exited) {
     std::cerr << "workbook generate: the " << impl << " implementation crashed with "
               << status.describe() << '\n';
@@ -95,9 +102,10 @@ int main(int argc, char** argv) {
   workbench::AttendOptions options;
   CLI::App* attend_cmd = app.add_subcommand(
       "attend",
-      "Run multi-head attention on .npy files: Y = MHA(X) with the given weights.\n"
-      "Exit status: 0 done; 1 the learner implementation reached a TODO stub; 2 bad input, "
-      "in which case nothing is written.");
+      "Run multi-head attention on .npy files: Y = MHA(X) with the given weights. Builds "
+      "attend-<impl> first, so it runs your latest code.\n"
+      "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not "
+      "compile; 2 bad input, in which case nothing is written.");
   attend_cmd
       ->add_option("--impl", impl,
                    "Which implementation runs: the reference solutions/ or your src/")
@@ -111,8 +119,10 @@ int main(int argc, char** argv) {
       "generate",
       "Continue a prompt with a trained model of lab 10 (a checkpoint folder): greedy decoding, "
       "each next token the argmax of the logits, one token at a time through lab 08's KV cache "
-      "inside lab 04's pre-LN block. Prints the prompt and the continuation.\n"
-      "Exit status: 0 done; 1 the learner implementation reached a TODO stub; 2 bad input (a "
+      "inside lab 04's pre-LN block. Prints the prompt and the continuation. Builds "
+      "generate-<impl> first, so it runs your latest code.\n"
+      "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not "
+      "compile; 2 bad input (a "
       "missing or invalid checkpoint, a token outside the vocabulary, a prompt that fills "
       "max_len).");
   generate_cmd
@@ -176,8 +186,9 @@ int main(int argc, char** argv) {
       "break",
       "Break lab NN on purpose: with no NAME, list its mutants (realistic bugs, each the reference "
       "with one change, from labs/mutants/). With NAME, say first which tests will fail and "
-      "whether the verify program will notice; then the reference with that bug is built in "
-      "BUILD/mutants/, its tests and verify program run, and what failed is shown beside your "
+      "whether the verify program will notice (a [FAIL] check, or stopping with an error); then "
+      "the reference with that bug is built in BUILD/mutants/, its tests and verify program run "
+      "(a training's progress shows as it goes), and what failed is shown beside your "
       "prediction. Your files are never touched; predictions live in BUILD/workbook-state.json.");
   break_cmd->add_option("NN", lab, "Lab number")->required();
   break_cmd->add_option("NAME", mutant, "A mutant of the lab (see `workbook break NN`)");
@@ -233,7 +244,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   bench_cmd
       ->add_option("--repetitions", bench_options.repetitions,
-                   "Runs per benchmark; the median is reported")
+                   "Runs per benchmark; their median is reported (with 1: that run)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   bench_cmd->add_flag("--quick", bench_options.quick,
@@ -272,9 +283,9 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : kUsage;
   }
   try {
-    if (*attend_cmd) return attend(impl, options);
-    if (*generate_cmd) return generate(generate_impl, generate_options);
     const workbook::Context ctx = make_context(repo, build);
+    if (*attend_cmd) return attend(ctx, impl, options);
+    if (*generate_cmd) return generate(ctx, generate_impl, generate_options);
     const std::optional<std::string> lab_arg =
         lab.empty() ? std::nullopt : std::optional<std::string>(lab);
     if (*list_cmd) return workbook::list_labs(ctx);

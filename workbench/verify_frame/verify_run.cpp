@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <iomanip>
 #include <iostream>
@@ -138,6 +139,8 @@ int VerifyRun::finish() {
 int run_verify(int argc, char** argv, const VerifySpec& spec, const std::string& impl,
                const std::filesystem::path& default_out_dir,
                const std::function<void(VerifyRun&)>& body) {
+  // Line by line into a pipe too (`workbook verify` reads one), not in 4 KiB blocks at the end.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   CLI::App app{"Verify program of experiment " + spec.experiment + " (" + impl +
                " implementation): prints its checks and writes verify_output.txt, its figures "
                "and manifest.json."};
