@@ -199,6 +199,7 @@ int main(int argc, char** argv) {
                  minimodel::train_step(stepped, model.n_heads, probe_adam, probe.tokens), 1e-4,
                  "C");
     }
+    if (run.comparing()) return;  // workbook diff: what follows is the training
     minimodel::Adam adam(params, {kLearningRate, 0.9f, 0.999f, 1e-8f});
     std::mt19937_64 data(lab_setup::kSeed + 1);
 
