@@ -11,8 +11,9 @@
 // clone (one per process: ctest runs the tests in two halves side by side), configured in Release
 // and building only what each verb needs. Each test starts from the pristine copy (so they pass in
 // any order): check says "not started", the reference bodies copied in pass check, diff reports 0,
-// grade counts, reset restores the stub with a backup, bad lab numbers, a syntax error, watch, and
-// dev-check, intact and with each defect it lists. MINIMODEL_KEEP_SCRATCH=1 keeps the copy.
+// grade counts, reset restores the stub with a backup, bad lab numbers, a syntax error, watch,
+// lab 10's training shown as it goes through verify and break, attend and generate building first,
+// and dev-check, intact and with each defect it lists. MINIMODEL_KEEP_SCRATCH=1 keeps the copy.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
