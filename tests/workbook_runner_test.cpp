@@ -221,12 +221,14 @@ TEST(LearnerTests, ComparisonNearBoolAndThrowFailuresKeepTheirValues) {
   EXPECT_EQ(summary_of("t.cpp:24\nFailed\nTODO: write the test"), "TODO: write the test");
 }
 
-// ---- What `workbook diff` compares: the outputs each block produces
-// ------------------------------ Each lab's reference verify program, run with --dump into a
-// scratch folder, names in outputs.json every output it records (run.record), with the block whose
-// code produced it.
+// ---- What `workbook diff` compares: the outputs each block produces ----------------------------
+// Each lab's reference verify program, run with --dump into a scratch folder, names in
+// outputs.json every output it records (run.record), with the block whose code produced it.
 
-nlohmann::json recorded_outputs(const workbook::Lab& lab) {
+// Runs lab `lab`'s reference verify program with --dump into a scratch folder; its outputs.json,
+// and the artifacts its manifest lists in `artifacts`.
+nlohmann::json recorded_outputs(const workbook::Lab& lab,
+                                std::vector<std::string>* artifacts = nullptr) {
   const std::string target = lab.target("verify", "reference");
   const fs::path program = fs::path(MINIMODEL_BIN_DIR) / target;
   if (!fs::exists(program))
@@ -240,11 +242,31 @@ nlohmann::json recorded_outputs(const workbook::Lab& lab) {
   const nlohmann::json outputs =
       run.status.ok() ? nlohmann::json::parse(read(dir / "dump" / "outputs.json"), nullptr, false)
                       : nlohmann::json();
+  if (artifacts) {
+    const auto manifest =
+        nlohmann::json::parse(read(dir / "out" / "manifest.json"), nullptr, false);
+    if (manifest.is_object() && manifest.contains("artifacts"))
+      *artifacts = manifest["artifacts"].get<std::vector<std::string>>();
+  }
   fs::remove_all(dir);
   if (!outputs.is_object())
     throw std::runtime_error(target + " failed (" + run.status.describe() +
                              ") or wrote no outputs.json:\n" + run.output);
   return outputs;
+}
+
+// `workbook diff` runs both verify programs with --dump: they stop after their last record, so
+// that diff takes a second, not the minute of lab 07's timings or lab 10's training.
+TEST(VerifyOutputs, ADumpRunStopsAfterItsLastRecordBeforeTimingsAndTraining) {
+  const std::map<std::string, std::string> slow_artifact = {
+      {"07", "time_vs_T.png"}, {"08", "time_per_token.png"}, {"10", "loss_log.csv"}};
+  for (const auto& [number, artifact] : slow_artifact) {
+    std::vector<std::string> artifacts;
+    recorded_outputs(real_lab(number), &artifacts);
+    EXPECT_FALSE(artifacts.empty()) << "lab " << number << ": no manifest";
+    EXPECT_EQ(std::count(artifacts.begin(), artifacts.end(), artifact), 0)
+        << "lab " << number << "'s --dump run went on to " << artifact;
+  }
 }
 
 TEST(VerifyOutputs, Lab09RecordsEveryOutputOfEveryBlock) {
