@@ -329,6 +329,20 @@ TEST_F(WorkbookAttend, RejectsAPositionTooLargeForAnyRopeTable) {
                   "too large for a RoPE table");
 }
 
+TEST_F(WorkbookAttend, ARopeBaseTheWorkbookAcceptsTheEngineAcceptsAsGiven) {
+  // 1e-50 is 0 in float32: refused as given, not as the "0" the engine would receive.
+  expect_rejected(args("mha_batched", {{"--rope-theta", "1e-50"}}),
+                  "must be a positive number from 1.2e-38 to 3.4e38 (float32), got 1e-50");
+  // The ends of float32's normal range pass the workbook's check and the engine's.
+  for (const char* theta : {"3.4028235e38", "1.2e-38"}) {
+    SCOPED_TRACE(theta);
+    const CommandResult run = workbook(args("mha_batched", {{"--rope-theta", theta}}), scratch_);
+    EXPECT_EQ(run.status, 0) << run.stderr_text;
+    fs::remove(out());
+    fs::remove(attn());
+  }
+}
+
 TEST_F(WorkbookAttend, RejectsANonFiniteInputNamingTheFileAndTheIndex) {
   xt::xarray<float> w = testing::Fixture("mha_batched").array<2>("w_k");
   w(1, 2) = std::numeric_limits<float>::quiet_NaN();
