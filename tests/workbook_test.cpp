@@ -531,6 +531,19 @@ TEST_F(WorkbookGenerate, RejectsACheckpointHoldingANaNNamingTheTensorAndTheIndex
   expect_rejected(with_checkpoint("--prompt 1"), "layer0_w_k.npy holds nan at (2, 5)");
 }
 
+TEST_F(WorkbookGenerate, RejectsACheckpointWhoseFiniteWeightsOverflowInsteadOfPrintingZeros) {
+  // Weights of 1e20: the LayerNorm's squares pass float32's 3.4e38, its rows become zeros, and
+  // so do the logits: token 0 at every step.
+  for (xt::xtensor<float, 2>* tensor : tensors_of(checkpoint_.params)) *tensor *= 1e20f;
+  workbench::save_checkpoint(dir(), checkpoint_);
+  expect_rejected(with_checkpoint("--prompt \"3 7\""),
+                  "the model's logits at step 1 cannot be computed: layer 0's LayerNorm input "
+                  "overflows float32");
+  expect_rejected(
+      with_checkpoint("--prompt \"3 7\""),
+      "its weights are finite but overflow float32 on the way (the largest |weight| is");
+}
+
 TEST_F(WorkbookGenerate, RejectsATokenOutsideTheVocabulary) {
   expect_rejected(with_checkpoint("--prompt \"3 11\""),
                   "--prompt holds token 11 but the checkpoint's vocabulary is 0 to 10");
