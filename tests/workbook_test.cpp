@@ -1,6 +1,7 @@
 // `workbook attend` end to end: the reference through the command matches the PyTorch fixtures,
 // and every kind of bad input gets one line on stderr, exit status 2 and no output file. Then
 // `workbook generate` on a checkpoint the test saves, and `workbook bench`.
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -329,6 +330,15 @@ TEST_F(WorkbookAttend, RejectsAPositionTooLargeForAnyRopeTable) {
                   "too large for a RoPE table");
 }
 
+TEST_F(WorkbookAttend, RejectsAFifoAsAnInputInsteadOfWaitingForAWriter) {
+  const fs::path fifo = scratch_ / "x.npy";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expect_rejected(args("mha_batched", {{"--x", fifo.string()}}),
+                  "--x " + fifo.string() + " names a FIFO, not a regular .npy file");
+  expect_rejected(args("mha_batched", {{"--wo", scratch_.string()}}),
+                  "--wo " + scratch_.string() + " names a folder, not a regular .npy file");
+}
+
 TEST_F(WorkbookAttend, ARopeBaseTheWorkbookAcceptsTheEngineAcceptsAsGiven) {
   // 1e-50 is 0 in float32: refused as given, not as the "0" the engine would receive.
   expect_rejected(args("mha_batched", {{"--rope-theta", "1e-50"}}),
@@ -542,6 +552,13 @@ TEST_F(WorkbookGenerate, RejectsACheckpointWhoseFiniteWeightsOverflowInsteadOfPr
   expect_rejected(
       with_checkpoint("--prompt \"3 7\""),
       "its weights are finite but overflow float32 on the way (the largest |weight| is");
+}
+
+TEST_F(WorkbookGenerate, RejectsATensorFileThatIsAFifoInsteadOfWaitingForAWriter) {
+  fs::remove(dir() / "layer1_w_v.npy");
+  ASSERT_EQ(mkfifo((dir() / "layer1_w_v.npy").c_str(), 0600), 0);
+  expect_rejected(with_checkpoint("--prompt 1"),
+                  (dir() / "layer1_w_v.npy").string() + " is a FIFO, not a regular .npy file");
 }
 
 TEST_F(WorkbookGenerate, RejectsATokenOutsideTheVocabulary) {

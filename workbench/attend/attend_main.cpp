@@ -294,6 +294,16 @@ Result attend(const workbench::AttendOptions& o) {
   return {std::move(y), std::move(x_shape), std::move(weights), std::move(attn_shape)};
 }
 
+// Every input is a regular file (or missing, which loading it reports): a FIFO or a device would
+// block the engine or never end.
+void check_inputs(const workbench::AttendOptions& o) {
+  for (const auto& [flag, path] : workbench::input_paths(o))
+    if (const std::string kind = path->empty() ? "" : workbench::non_regular_kind(*path);
+        !kind.empty())
+      reject(std::string(flag) + " " + path->string() + " names " + kind +
+             ", not a regular .npy file");
+}
+
 // An output goes into a folder that exists (a typo in a path creates nothing), and is none of
 // the inputs nor the other output, which it would overwrite.
 void check_outputs(const workbench::AttendOptions& o) {
@@ -337,6 +347,7 @@ int main(int argc, char** argv) {
     // Every BLAS call, and lab 07's own threads, which follow OpenBLAS's count.
     openblas_set_num_threads(static_cast<int>(
         options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())));
+    check_inputs(options);
     check_outputs(options);
     const Result result = attend(options);
     // All or nothing, and never a file this run did not create: both outputs are written to
