@@ -216,6 +216,29 @@ TEST_F(WorkbookAttend, RejectsCausalWithAnotherNumberOfKeys) {
   expect_rejected(args("mha_batched", {{"--kv", kv.string()}, {"--causal", ""}}), "S = 7");
 }
 
+TEST_F(WorkbookAttend, RejectsKvWithNoKeysNamingItsShape) {
+  // S = 0 would leave each query nothing to attend to: an empty softmax row.
+  const fs::path kv = scratch_ / "kv.npy";
+  workbench::write_file_atomically(kv, xt::dump_npy(xt::xarray<float>::from_shape({2, 0, 16})));
+  for (const std::string& weights : {attn().string(), std::string(kLeftOut)}) {
+    SCOPED_TRACE("--attn-out " + weights);
+    expect_rejected(args("mha_batched", {{"--kv", kv.string()}, {"--attn-out", weights}}),
+                    "--kv " + kv.string() + " is (2, 0, 16); attention needs at least one key");
+  }
+}
+
+TEST_F(WorkbookAttend, RejectsFiniteInputsWhoseScoresOverflowInsteadOfWritingNaN) {
+  // |x| about 1e30: each query and key entry about 1e30, their products 1e60, past float32.
+  const xt::xarray<float> x = testing::Fixture("mha_batched").array<3>("x") * 1e30f;
+  const fs::path path = scratch_ / "x_huge.npy";
+  workbench::write_file_atomically(path, xt::dump_npy(x));
+  for (const std::string& weights : {attn().string(), std::string(kLeftOut)}) {
+    SCOPED_TRACE("--attn-out " + weights);
+    expect_rejected(args("mha_batched", {{"--x", path.string()}, {"--attn-out", weights}}),
+                    "although every input is finite: the scores overflow float32");
+  }
+}
+
 TEST_F(WorkbookAttend, RejectsRopeWithKv) {
   expect_rejected(args("mha_batched", {{"--kv", (fixture("mha_batched") / "x.npy").string()},
                                        {"--rope-theta", "10000"}}),

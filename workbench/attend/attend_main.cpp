@@ -16,7 +16,9 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -62,23 +64,40 @@ struct Result {
 
 [[noreturn]] void reject(const std::string& message) { throw std::invalid_argument(message); }
 
+// "nan at (0, 2, 1)" for the first NaN or infinity in `values`, or "" when every value is finite.
+template <class E>
+std::string first_non_finite(const E& values) {
+  const auto bad =
+      std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == values.end()) return "";
+  const auto index =
+      xt::unravel_index(static_cast<std::size_t>(bad - values.begin()), values.shape());
+  std::string at;
+  for (const auto i : index) at += (at.empty() ? "" : ", ") + std::to_string(i);
+  std::ostringstream value;
+  value << *bad;
+  return value.str() + " at (" + at + ")";
+}
+
 // Loads a float32 input and rejects a NaN or an infinity, naming the first: one of them would
 // silently turn every output into NaN.
 xt::xarray<float> load_finite(const std::filesystem::path& path, const std::string& flag) {
   xt::xarray<float> values = workbench::load_npy_f32(path);
-  const auto bad =
-      std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-  if (bad != values.end()) {
-    const auto index =
-        xt::unravel_index(static_cast<std::size_t>(bad - values.begin()), values.shape());
-    std::string at;
-    for (const auto i : index) at += (at.empty() ? "" : ", ") + std::to_string(i);
-    std::ostringstream value;
-    value << *bad;
-    reject(flag + " " + path.string() + " holds " + value.str() + " at (" + at +
-           "); every input must be finite");
-  }
+  if (const std::string bad = first_non_finite(values); !bad.empty())
+    reject(flag + " " + path.string() + " holds " + bad + "; every input must be finite");
   return values;
+}
+
+// The largest |value|: how large an input is, for an overflow's message.
+template <class E>
+double largest_magnitude(const E& values) {
+  return values.size() == 0 ? 0.0 : static_cast<double>(xt::amax(xt::abs(values))());
+}
+
+std::string scientific(double value) {
+  std::ostringstream text;
+  text << std::setprecision(2) << value;
+  return text.str();
 }
 
 // A 2-D (rows, d) input becomes a batch of one, (1, rows, d).
@@ -202,6 +221,9 @@ Result attend(const workbench::AttendOptions& o) {
           "--kv " + o.kv.string() + " is " + shape_of(kv_in) + " but X is " + x_text +
           (batched ? ", so it must be (" + std::to_string(B) + ", S, " : ", so it must be (S, ") +
           std::to_string(d) + ")");
+    if (kv_in.shape()[kv_in.dimension() - 2] == 0)
+      reject("--kv " + o.kv.string() + " is " + shape_of(kv_in) +
+             "; attention needs at least one key (S >= 1)");
     kv = as_batch(kv_in);
   }
   const std::size_t S = kv ? kv->shape(1) : T;
@@ -289,6 +311,25 @@ Result attend(const workbench::AttendOptions& o) {
                   : minimodel::attention_block(
                         x, o.block == "pre-ln" ? minimodel::Norm::pre_ln : minimodel::Norm::post_ln,
                         attention);
+  // 4. Finite inputs can still overflow float32 on the way: a NaN output is never written. A
+  //    query entry is at most d · |X| · |W_Q|, a key entry d · |KV| · |W_K|, a score d_head times
+  //    their product over sqrt(d_head): past float32's 3.4e38 the softmax gives NaN.
+  for (const auto& [name, bad] : {std::pair{"Y", first_non_finite(y)},
+                                  {"the attention weights", first_non_finite(weights)}}) {
+    if (bad.empty()) continue;
+    const double query = double(d) * largest_magnitude(x) * largest_magnitude(w_q),
+                 key = double(d) * largest_magnitude(kv ? *kv : x) * largest_magnitude(w_k),
+                 score = query * key * std::sqrt(double(d / o.heads));
+    const std::string what = score > std::numeric_limits<float>::max()
+                                 ? "the scores overflow float32: the queries and keys can reach " +
+                                       scientific(query) + " and " + scientific(key) +
+                                       ", so a score can reach " + scientific(score) +
+                                       " (float32 stops at 3.4e+38)"
+                                 : "a step overflowed float32 (the largest |X| is " +
+                                       scientific(largest_magnitude(x)) + ")";
+    reject(std::string(name) + " holds " + bad + " although every input is finite: " + what +
+           "; scale the inputs down. Nothing was written");
+  }
   std::vector<std::size_t> attn_shape(weights.shape().begin() + (batched ? 0 : 1),
                                       weights.shape().end());
   return {std::move(y), std::move(x_shape), std::move(weights), std::move(attn_shape)};
