@@ -353,6 +353,20 @@ TEST_F(WorkbookAttend, RejectsAPositionTooLargeForAnyRopeTable) {
                   "too large for a RoPE table");
 }
 
+TEST_F(WorkbookAttend, RejectsAPositionWhoseRopeTablesWouldPass64MiB) {
+  // d_head = 4: tables of (2^24 + 1, 2) cos and sin take 256 MiB; positions up to 2^22 - 1 fit.
+  const testing::Fixture f("mha_batched");
+  const std::size_t T = f.array<3>("x").shape(1);
+  xt::xarray<std::int64_t> positions = xt::arange<std::int64_t>(static_cast<std::int64_t>(T));
+  positions(T - 1) = std::int64_t{1} << 24;
+  const fs::path path = scratch_ / "positions.npy";
+  workbench::write_file_atomically(path, xt::dump_npy(positions));
+  expect_rejected(args("mha_batched", {{"--rope-theta", "10000"}, {"--positions", path.string()}}),
+                  "holds position 16777216, too large for a RoPE table: its cos and sin tables of "
+                  "(16777217, 2) would take 256 MiB, over the limit of 64 MiB; positions up to "
+                  "4194303 fit");
+}
+
 TEST_F(WorkbookAttend, RejectsAFifoAsAnInputInsteadOfWaitingForAWriter) {
   const fs::path fifo = scratch_ / "x.npy";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
@@ -360,6 +374,25 @@ TEST_F(WorkbookAttend, RejectsAFifoAsAnInputInsteadOfWaitingForAWriter) {
                   "--x " + fifo.string() + " names a FIFO, not a regular .npy file");
   expect_rejected(args("mha_batched", {{"--wo", scratch_.string()}}),
                   "--wo " + scratch_.string() + " names a folder, not a regular .npy file");
+}
+
+TEST_F(WorkbookAttend, RefusesAttnOutWhoseWeightsCannotFitSayingHowManyGiBTheyNeed) {
+  // T = 2^20 tokens of width 1: X is 4 MiB, its (1, 1, T, T) weights 4096 GiB. The estimate
+  // refuses them before anything is allocated.
+  const std::size_t T = std::size_t{1} << 20;
+  const fs::path x = scratch_ / "x.npy", w = scratch_ / "w.npy";
+  workbench::write_file_atomically(x, xt::dump_npy(xt::xarray<float>(xt::ones<float>({T, 1ul}))));
+  workbench::write_file_atomically(w,
+                                   xt::dump_npy(xt::xarray<float>(xt::ones<float>({1, 1}) * 0.5f)));
+  const std::string weights = " --wq " + w.string() + " --wk " + w.string() + " --wv " +
+                              w.string() + " --wo " + w.string() + " --heads 1";
+  expect_rejected("attend --x " + x.string() + weights + " --out " + out().string() +
+                      " --attn-out " + attn().string(),
+                  "--attn-out asks for the attention weights (B, H, T, S) = (1, 1, 1048576, "
+                  "1048576), 4.1e+03 GiB");
+  expect_rejected("attend --x " + x.string() + weights + " --out " + out().string() +
+                      " --attn-out " + attn().string(),
+                  "leave out --attn-out (lab 07's efficient path never forms them");
 }
 
 TEST_F(WorkbookAttend, ARopeBaseTheWorkbookAcceptsTheEngineAcceptsAsGiven) {
