@@ -3,6 +3,7 @@
 // time, gives the logits that the whole-sequence forward gives at its last position, so greedy
 // decoding picks, step by step, the argmax that model_forward would.
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,38 @@ TEST(GreedyGenerate, RejectsAnEmptyPromptATokenOutsideTheVocabularyAndTooManyTok
       {"3 tokens", "6", "8"}));
   EXPECT_TRUE(workbench::greedy_generate(config, params, {1, 2, 3}, 0).empty());
   EXPECT_EQ(workbench::greedy_generate(config, params, {1, 2, 3}, 5).size(), 5u);
+}
+
+// The message of greedy_generate's std::runtime_error (workbench::Float32Overflow), or "" when it
+// returns tokens.
+std::string overflow_message(const ModelConfig& config, const ModelParams<float>& params) {
+  try {
+    workbench::greedy_generate(config, params, {1, 2}, 3);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GreedyGenerate, RefusesAModelThatOverflowsFloat32InsteadOfChoosingTokenZero) {
+  const ModelConfig config{5, 8, 4, 2, 1};
+  // Finite weights of 1e20: LayerNorm's squares pass float32's 3.4e38, the variance is infinite,
+  // every row normalises to zeros and every logit is 0: argmax would pick token 0 at every step.
+  ModelParams<float> huge = testing::random_model(config, 1);
+  for (xt::xtensor<float, 2>* tensor : tensors_of(huge)) *tensor *= 1e20f;
+  EXPECT_EQ(overflow_message(config, huge)
+                .rfind("the model's logits at step 1 cannot be computed: layer 0's LayerNorm input "
+                       "overflows float32: a row's deviation from its mean reaches ",
+                       0),
+            0u)
+      << overflow_message(config, huge);
+  // An unembedding of 3e38: the logits' sums overflow to an infinity or a NaN, and an argmax over
+  // a NaN would pick token 0 too.
+  ModelParams<float> wide = testing::random_model(config, 1);
+  wide.unembedding.fill(3e38f);
+  EXPECT_EQ(
+      overflow_message(config, wide).rfind("the model's logits at step 1 are not finite (", 0), 0u)
+      << overflow_message(config, wide);
 }
 
 TEST(CachedModel, RefusesToPassMaxLenAndFeedsNothingThen) {

@@ -1,6 +1,7 @@
 // `workbook attend` end to end: the reference through the command matches the PyTorch fixtures,
 // and every kind of bad input gets one line on stderr, exit status 2 and no output file. Then
 // `workbook generate` on a checkpoint the test saves, and `workbook bench`.
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -215,6 +216,29 @@ TEST_F(WorkbookAttend, RejectsCausalWithAnotherNumberOfKeys) {
   expect_rejected(args("mha_batched", {{"--kv", kv.string()}, {"--causal", ""}}), "S = 7");
 }
 
+TEST_F(WorkbookAttend, RejectsKvWithNoKeysNamingItsShape) {
+  // S = 0 would leave each query nothing to attend to: an empty softmax row.
+  const fs::path kv = scratch_ / "kv.npy";
+  workbench::write_file_atomically(kv, xt::dump_npy(xt::xarray<float>::from_shape({2, 0, 16})));
+  for (const std::string& weights : {attn().string(), std::string(kLeftOut)}) {
+    SCOPED_TRACE("--attn-out " + weights);
+    expect_rejected(args("mha_batched", {{"--kv", kv.string()}, {"--attn-out", weights}}),
+                    "--kv " + kv.string() + " is (2, 0, 16); attention needs at least one key");
+  }
+}
+
+TEST_F(WorkbookAttend, RejectsFiniteInputsWhoseScoresOverflowInsteadOfWritingNaN) {
+  // |x| about 1e30: each query and key entry about 1e30, their products 1e60, past float32.
+  const xt::xarray<float> x = testing::Fixture("mha_batched").array<3>("x") * 1e30f;
+  const fs::path path = scratch_ / "x_huge.npy";
+  workbench::write_file_atomically(path, xt::dump_npy(x));
+  for (const std::string& weights : {attn().string(), std::string(kLeftOut)}) {
+    SCOPED_TRACE("--attn-out " + weights);
+    expect_rejected(args("mha_batched", {{"--x", path.string()}, {"--attn-out", weights}}),
+                    "although every input is finite: the scores overflow float32");
+  }
+}
+
 TEST_F(WorkbookAttend, RejectsRopeWithKv) {
   expect_rejected(args("mha_batched", {{"--kv", (fixture("mha_batched") / "x.npy").string()},
                                        {"--rope-theta", "10000"}}),
@@ -327,6 +351,62 @@ TEST_F(WorkbookAttend, RejectsAPositionTooLargeForAnyRopeTable) {
   workbench::write_file_atomically(path, xt::dump_npy(positions));
   expect_rejected(args("mha_batched", {{"--rope-theta", "10000"}, {"--positions", path.string()}}),
                   "too large for a RoPE table");
+}
+
+TEST_F(WorkbookAttend, RejectsAPositionWhoseRopeTablesWouldPass64MiB) {
+  // d_head = 4: tables of (2^24 + 1, 2) cos and sin take 256 MiB; positions up to 2^22 - 1 fit.
+  const testing::Fixture f("mha_batched");
+  const std::size_t T = f.array<3>("x").shape(1);
+  xt::xarray<std::int64_t> positions = xt::arange<std::int64_t>(static_cast<std::int64_t>(T));
+  positions(T - 1) = std::int64_t{1} << 24;
+  const fs::path path = scratch_ / "positions.npy";
+  workbench::write_file_atomically(path, xt::dump_npy(positions));
+  expect_rejected(args("mha_batched", {{"--rope-theta", "10000"}, {"--positions", path.string()}}),
+                  "holds position 16777216, too large for a RoPE table: its cos and sin tables of "
+                  "(16777217, 2) would take 256 MiB, over the limit of 64 MiB; positions up to "
+                  "4194303 fit");
+}
+
+TEST_F(WorkbookAttend, RejectsAFifoAsAnInputInsteadOfWaitingForAWriter) {
+  const fs::path fifo = scratch_ / "x.npy";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expect_rejected(args("mha_batched", {{"--x", fifo.string()}}),
+                  "--x " + fifo.string() + " names a FIFO, not a regular .npy file");
+  expect_rejected(args("mha_batched", {{"--wo", scratch_.string()}}),
+                  "--wo " + scratch_.string() + " names a folder, not a regular .npy file");
+}
+
+TEST_F(WorkbookAttend, RefusesAttnOutWhoseWeightsCannotFitSayingHowManyGiBTheyNeed) {
+  // T = 2^20 tokens of width 1: X is 4 MiB, its (1, 1, T, T) weights 4096 GiB. The estimate
+  // refuses them before anything is allocated.
+  const std::size_t T = std::size_t{1} << 20;
+  const fs::path x = scratch_ / "x.npy", w = scratch_ / "w.npy";
+  workbench::write_file_atomically(x, xt::dump_npy(xt::xarray<float>(xt::ones<float>({T, 1ul}))));
+  workbench::write_file_atomically(w,
+                                   xt::dump_npy(xt::xarray<float>(xt::ones<float>({1, 1}) * 0.5f)));
+  const std::string weights = " --wq " + w.string() + " --wk " + w.string() + " --wv " +
+                              w.string() + " --wo " + w.string() + " --heads 1";
+  expect_rejected("attend --x " + x.string() + weights + " --out " + out().string() +
+                      " --attn-out " + attn().string(),
+                  "--attn-out asks for the attention weights (B, H, T, S) = (1, 1, 1048576, "
+                  "1048576), 4.1e+03 GiB");
+  expect_rejected("attend --x " + x.string() + weights + " --out " + out().string() +
+                      " --attn-out " + attn().string(),
+                  "leave out --attn-out (lab 07's efficient path never forms them");
+}
+
+TEST_F(WorkbookAttend, ARopeBaseTheWorkbookAcceptsTheEngineAcceptsAsGiven) {
+  // 1e-50 is 0 in float32: refused as given, not as the "0" the engine would receive.
+  expect_rejected(args("mha_batched", {{"--rope-theta", "1e-50"}}),
+                  "must be a positive number from 1.2e-38 to 3.4e38 (float32), got 1e-50");
+  // The ends of float32's normal range pass the workbook's check and the engine's.
+  for (const char* theta : {"3.4028235e38", "1.2e-38"}) {
+    SCOPED_TRACE(theta);
+    const CommandResult run = workbook(args("mha_batched", {{"--rope-theta", theta}}), scratch_);
+    EXPECT_EQ(run.status, 0) << run.stderr_text;
+    fs::remove(out());
+    fs::remove(attn());
+  }
 }
 
 TEST_F(WorkbookAttend, RejectsANonFiniteInputNamingTheFileAndTheIndex) {
@@ -515,6 +595,26 @@ TEST_F(WorkbookGenerate, RejectsACheckpointHoldingANaNNamingTheTensorAndTheIndex
   checkpoint_.params.layers[0].w_k(2, 5) = std::numeric_limits<float>::quiet_NaN();
   workbench::save_checkpoint(dir(), checkpoint_);
   expect_rejected(with_checkpoint("--prompt 1"), "layer0_w_k.npy holds nan at (2, 5)");
+}
+
+TEST_F(WorkbookGenerate, RejectsACheckpointWhoseFiniteWeightsOverflowInsteadOfPrintingZeros) {
+  // Weights of 1e20: the LayerNorm's squares pass float32's 3.4e38, its rows become zeros, and
+  // so do the logits: token 0 at every step.
+  for (xt::xtensor<float, 2>* tensor : tensors_of(checkpoint_.params)) *tensor *= 1e20f;
+  workbench::save_checkpoint(dir(), checkpoint_);
+  expect_rejected(with_checkpoint("--prompt \"3 7\""),
+                  "the model's logits at step 1 cannot be computed: layer 0's LayerNorm input "
+                  "overflows float32");
+  expect_rejected(
+      with_checkpoint("--prompt \"3 7\""),
+      "its weights are finite but overflow float32 on the way (the largest |weight| is");
+}
+
+TEST_F(WorkbookGenerate, RejectsATensorFileThatIsAFifoInsteadOfWaitingForAWriter) {
+  fs::remove(dir() / "layer1_w_v.npy");
+  ASSERT_EQ(mkfifo((dir() / "layer1_w_v.npy").c_str(), 0600), 0);
+  expect_rejected(with_checkpoint("--prompt 1"),
+                  (dir() / "layer1_w_v.npy").string() + " is a FIFO, not a regular .npy file");
 }
 
 TEST_F(WorkbookGenerate, RejectsATokenOutsideTheVocabulary) {

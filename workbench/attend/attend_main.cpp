@@ -12,11 +12,19 @@
 //   --kv-heads N                                       lab 08's GroupedQueryAttention::forward
 //                                                      (causal, RoPE if asked; no lab 06 feature)
 //   --block                                            lab 04's attention_block around it
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iomanip>
 #include <iostream>
+#include <limits>
+#include <new>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -62,23 +70,40 @@ struct Result {
 
 [[noreturn]] void reject(const std::string& message) { throw std::invalid_argument(message); }
 
+// "nan at (0, 2, 1)" for the first NaN or infinity in `values`, or "" when every value is finite.
+template <class E>
+std::string first_non_finite(const E& values) {
+  const auto bad =
+      std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == values.end()) return "";
+  const auto index =
+      xt::unravel_index(static_cast<std::size_t>(bad - values.begin()), values.shape());
+  std::string at;
+  for (const auto i : index) at += (at.empty() ? "" : ", ") + std::to_string(i);
+  std::ostringstream value;
+  value << *bad;
+  return value.str() + " at (" + at + ")";
+}
+
 // Loads a float32 input and rejects a NaN or an infinity, naming the first: one of them would
 // silently turn every output into NaN.
 xt::xarray<float> load_finite(const std::filesystem::path& path, const std::string& flag) {
   xt::xarray<float> values = workbench::load_npy_f32(path);
-  const auto bad =
-      std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-  if (bad != values.end()) {
-    const auto index =
-        xt::unravel_index(static_cast<std::size_t>(bad - values.begin()), values.shape());
-    std::string at;
-    for (const auto i : index) at += (at.empty() ? "" : ", ") + std::to_string(i);
-    std::ostringstream value;
-    value << *bad;
-    reject(flag + " " + path.string() + " holds " + value.str() + " at (" + at +
-           "); every input must be finite");
-  }
+  if (const std::string bad = first_non_finite(values); !bad.empty())
+    reject(flag + " " + path.string() + " holds " + bad + "; every input must be finite");
   return values;
+}
+
+// The largest |value|: how large an input is, for an overflow's message.
+template <class E>
+double largest_magnitude(const E& values) {
+  return values.size() == 0 ? 0.0 : static_cast<double>(xt::amax(xt::abs(values))());
+}
+
+std::string scientific(double value) {
+  std::ostringstream text;
+  text << std::setprecision(2) << value;
+  return text.str();
 }
 
 // A 2-D (rows, d) input becomes a batch of one, (1, rows, d).
@@ -146,6 +171,60 @@ TokenPositions load_positions(const workbench::AttendOptions& o, std::size_t B, 
   return {p, true};
 }
 
+// The bytes this process may still allocate, as far as Linux says: the least of MemAvailable, the
+// address-space limit (ulimit -v) less what is mapped, and the cgroup's memory.max less its use.
+std::size_t available_memory() {
+  std::size_t available = std::numeric_limits<std::size_t>::max();
+  const auto read_number = [](const std::filesystem::path& path, const std::string& key) {
+    std::ifstream in(path);
+    std::string word;
+    while (in >> word)  // "MemAvailable: 123 kB", or one number ("max" for none)
+      if (key.empty() || word == key) {
+        if (!key.empty()) in >> word;
+        return word.find_first_not_of("0123456789") == std::string::npos && !word.empty()
+                   ? std::optional<std::size_t>(std::stoull(word))
+                   : std::nullopt;
+      }
+    return std::optional<std::size_t>();
+  };
+  if (const auto kib = read_number("/proc/meminfo", "MemAvailable:"))
+    available = std::min(available, *kib * 1024);
+  if (rlimit limit{}; getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    const auto pages = read_number("/proc/self/statm", "");  // the first field: mapped pages
+    const std::size_t mapped = pages ? *pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) : 0;
+    available = std::min(available, limit.rlim_cur > mapped ? limit.rlim_cur - mapped : 0);
+  }
+  const auto cgroup_max = read_number("/sys/fs/cgroup/memory.max", "");
+  const auto cgroup_used = read_number("/sys/fs/cgroup/memory.current", "");
+  if (cgroup_max && cgroup_used)
+    available = std::min(available, *cgroup_max > *cgroup_used ? *cgroup_max - *cgroup_used : 0);
+  return available;
+}
+
+std::string gib(double bytes) {
+  std::ostringstream text;
+  text << std::setprecision(3) << bytes / double(std::size_t{1} << 30) << " GiB";
+  return text.str();
+}
+
+// --attn-out asks for the (B, H, T, S) weights: refuses them, before anything is computed, when
+// they cannot fit. Lab 01's path keeps them in the layer and copies them out; either path holds a
+// head's scores, exponentials and weights (T, S) while it computes, and a causal mask (T, T).
+void check_weights_fit(std::size_t B, std::size_t H, std::size_t T, std::size_t S, bool causal,
+                       bool lab06) {
+  const double head = double(T) * double(S) * sizeof(float);  // one (T, S)
+  const double weights = double(B) * double(H) * head;
+  const double needed = (lab06 ? 1 : 2) * weights + (3 + (causal ? 1 : 0)) * head;
+  const std::size_t available = available_memory();
+  if (needed <= double(available)) return;
+  reject("--attn-out asks for the attention weights (B, H, T, S) = (" + std::to_string(B) + ", " +
+         std::to_string(H) + ", " + std::to_string(T) + ", " + std::to_string(S) + "), " +
+         gib(weights) + ", and computing them needs " + gib(needed) + " but " +
+         gib(static_cast<double>(available)) +
+         " of memory is available; leave out --attn-out (lab 07's efficient path never forms them "
+         "and needs no T·S memory) or use shorter sequences");
+}
+
 Result attend(const workbench::AttendOptions& o) {
   // 1. Inputs and their shapes. X as loaded is dropped once it is a batch: one copy of X at a time.
   std::vector<std::size_t> x_shape;
@@ -202,6 +281,9 @@ Result attend(const workbench::AttendOptions& o) {
           "--kv " + o.kv.string() + " is " + shape_of(kv_in) + " but X is " + x_text +
           (batched ? ", so it must be (" + std::to_string(B) + ", S, " : ", so it must be (S, ") +
           std::to_string(d) + ")");
+    if (kv_in.shape()[kv_in.dimension() - 2] == 0)
+      reject("--kv " + o.kv.string() + " is " + shape_of(kv_in) +
+             "; attention needs at least one key (S >= 1)");
     kv = as_batch(kv_in);
   }
   const std::size_t S = kv ? kv->shape(1) : T;
@@ -209,6 +291,7 @@ Result attend(const workbench::AttendOptions& o) {
   if (o.causal && S != T)
     reject("--causal needs as many keys as queries, but X has T = " + std::to_string(T) +
            " and --kv has S = " + std::to_string(S));
+  if (!o.attn_out.empty()) check_weights_fit(B, o.heads, T, S, o.causal, lab06_feature || rope);
   if (rope && kv)
     reject(
         "--rope-theta rotates the queries and keys of self-attention by their positions; "
@@ -218,12 +301,24 @@ Result attend(const workbench::AttendOptions& o) {
       load_positions(o, B, T, x_text);  // 0 … T − 1 without --positions
   std::optional<minimodel::RotaryPositionalEmbedding> rotary;
   if (rope) {
-    // The table holds every position up to the largest: its bytes must fit in memory at all.
+    // The tables hold every position up to the largest: (largest + 1, d_head / 2) angles, as cos
+    // and sin. A --positions file may ask for more than X's own positions 0 … T − 1 would, but
+    // only up to kMaxTableBytes: beyond it a table takes long to build and little memory is left.
+    const std::size_t d_head = d / o.heads;
     const std::size_t largest = static_cast<std::size_t>(xt::amax(positions.rows)());
-    constexpr std::size_t kMaxTableBytes = std::size_t{1} << 32;
-    if (largest >= kMaxTableBytes / (d / o.heads) / sizeof(float))
+    constexpr std::size_t kMaxTableBytes = std::size_t{64} << 20;
+    const std::size_t bytes_per_position = d_head * sizeof(float);  // cos and sin
+    const std::size_t fitting = std::max(T, kMaxTableBytes / bytes_per_position);
+    if (largest >= fitting) {
+      std::ostringstream need;
+      need << std::setprecision(3)
+           << (static_cast<double>(largest) + 1) * double(bytes_per_position) / double(1 << 20);
       reject("--positions " + o.positions.string() + " holds position " + std::to_string(largest) +
-             ", too large for a RoPE table of 4 GiB at d_head = " + std::to_string(d / o.heads));
+             ", too large for a RoPE table: its cos and sin tables of (" +
+             std::to_string(largest + 1) + ", " + std::to_string(d_head / 2) + ") would take " +
+             need.str() + " MiB, over the limit of 64 MiB; positions up to " +
+             std::to_string(fitting - 1) + " fit");
+    }
     rotary.emplace(o.rope_theta, d / o.heads, largest + 1);
   }
 
@@ -289,9 +384,38 @@ Result attend(const workbench::AttendOptions& o) {
                   : minimodel::attention_block(
                         x, o.block == "pre-ln" ? minimodel::Norm::pre_ln : minimodel::Norm::post_ln,
                         attention);
+  // 4. Finite inputs can still overflow float32 on the way: a NaN output is never written. A
+  //    query entry is at most d · |X| · |W_Q|, a key entry d · |KV| · |W_K|, a score d_head times
+  //    their product over sqrt(d_head): past float32's 3.4e38 the softmax gives NaN.
+  for (const auto& [name, bad] : {std::pair{"Y", first_non_finite(y)},
+                                  {"the attention weights", first_non_finite(weights)}}) {
+    if (bad.empty()) continue;
+    const double query = double(d) * largest_magnitude(x) * largest_magnitude(w_q),
+                 key = double(d) * largest_magnitude(kv ? *kv : x) * largest_magnitude(w_k),
+                 score = query * key * std::sqrt(double(d / o.heads));
+    const std::string what = score > std::numeric_limits<float>::max()
+                                 ? "the scores overflow float32: the queries and keys can reach " +
+                                       scientific(query) + " and " + scientific(key) +
+                                       ", so a score can reach " + scientific(score) +
+                                       " (float32 stops at 3.4e+38)"
+                                 : "a step overflowed float32 (the largest |X| is " +
+                                       scientific(largest_magnitude(x)) + ")";
+    reject(std::string(name) + " holds " + bad + " although every input is finite: " + what +
+           "; scale the inputs down. Nothing was written");
+  }
   std::vector<std::size_t> attn_shape(weights.shape().begin() + (batched ? 0 : 1),
                                       weights.shape().end());
   return {std::move(y), std::move(x_shape), std::move(weights), std::move(attn_shape)};
+}
+
+// Every input is a regular file (or missing, which loading it reports): a FIFO or a device would
+// block the engine or never end.
+void check_inputs(const workbench::AttendOptions& o) {
+  for (const auto& [flag, path] : workbench::input_paths(o))
+    if (const std::string kind = path->empty() ? "" : workbench::non_regular_kind(*path);
+        !kind.empty())
+      reject(std::string(flag) + " " + path->string() + " names " + kind +
+             ", not a regular .npy file");
 }
 
 // An output goes into a folder that exists (a typo in a path creates nothing), and is none of
@@ -337,6 +461,7 @@ int main(int argc, char** argv) {
     // Every BLAS call, and lab 07's own threads, which follow OpenBLAS's count.
     openblas_set_num_threads(static_cast<int>(
         options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())));
+    check_inputs(options);
     check_outputs(options);
     const Result result = attend(options);
     // All or nothing, and never a file this run did not create: both outputs are written to
@@ -354,6 +479,15 @@ int main(int argc, char** argv) {
   } catch (const minimodel::Todo& e) {
     std::cerr << "workbook attend --impl " << impl << ": " << e.what() << '\n';
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "workbook attend: out of memory (std::bad_alloc); nothing was written. The inputs "
+              << "are too large for the memory available"
+              << (options.attn_out.empty()
+                      ? ""
+                      : ", and --attn-out keeps (B, H, T, S) weights: leave "
+                        "it out to run lab 07's path, which needs no T·S memory")
+              << '\n';
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "workbook attend: " << e.what() << '\n';
     return 2;

@@ -30,6 +30,19 @@ struct AttendOptions {
   std::size_t threads = 0;              // 0: one per core
 };
 
+/// Why `text` is no RoPE base, or "" when it is one: a positive number that float32 holds as a
+/// normal number. The workbook command and the engine both check --rope-theta with this, so that a
+/// value one of them accepts reaches the other as the same float (1e-50 would arrive as "0"). As
+/// float: CLI::PositiveNumber would let "nan" through, and a float32 overflow arrives as "inf".
+inline std::string rope_theta_error(const std::string& text) {
+  char* end = nullptr;
+  const float value = std::strtof(text.c_str(), &end);  // as float, as the option is stored
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(value) ||
+      !(value >= std::numeric_limits<float>::min()))
+    return "must be a positive number from 1.2e-38 to 3.4e38 (float32), got " + text;
+  return "";
+}
+
 /// Adds every attend option except --impl, which only the workbook command has.
 inline void add_attend_options(CLI::App& app, AttendOptions& o) {
   app.add_option("--x", o.x, "Tokens X, float32 .npy of shape (T, d) or (B, T, d)")->required();
@@ -59,18 +72,8 @@ inline void add_attend_options(CLI::App& app, AttendOptions& o) {
   app.add_option(
       "--key-padding-mask", o.key_padding_mask,
       "Keys to ignore (lab 06): numpy bool or uint8 .npy, (S) or (B, S); true = ignored");
-  // CLI::PositiveNumber lets "nan" through (NaN means "no RoPE" here) and a float32 overflow
-  // arrives as "inf": the base must be a positive number that float32 holds.
   const CLI::Validator positive_float(
-      [](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double value = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !(value > 0.0) ||
-            value > std::numeric_limits<float>::max())
-          return "must be a positive number up to 3.4e38 (float32), got " + text;
-        return "";
-      },
-      "POSITIVE FLOAT");
+      [](std::string& text) -> std::string { return rope_theta_error(text); }, "POSITIVE FLOAT");
   app.add_option("--rope-theta", o.rope_theta,
                  "Rotary position embeddings on Q and K with this base, e.g. 10000 (lab 05)")
       ->check(positive_float);

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -39,6 +41,23 @@ void check_finite(const workbench::Checkpoint& checkpoint, const std::filesystem
            std::to_string(at / tensor.shape(1)) + ", " + std::to_string(at % tensor.shape(1)) +
            "); the training that wrote it diverged");
   }
+}
+
+// "the largest |weight| is 1e+20, in layer0_w_q": where an overflow most likely starts.
+std::string largest_weight(const workbench::Checkpoint& checkpoint) {
+  const std::vector<std::string> names = workbench::tensor_names(checkpoint.config.n_layers);
+  const auto tensors = minimodel::tensors_of(checkpoint.params);
+  float largest = 0.0f;
+  std::string where;
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    for (const float v : *tensors[i])
+      if (std::fabs(v) > largest) {
+        largest = std::fabs(v);
+        where = names[i];
+      }
+  std::ostringstream text;
+  text << "the largest |weight| is " << std::setprecision(2) << largest << ", in " << where;
+  return text.str();
 }
 
 std::string joined(const std::vector<std::size_t>& tokens) {
@@ -76,8 +95,15 @@ int generate(const workbench::GenerateOptions& o) {
            std::to_string(config.max_len) + ": at most " + std::to_string(room));
 
   // 2. Decode, then print the prompt and its continuation as one block.
-  const std::vector<std::size_t> output =
-      workbench::greedy_generate(config, checkpoint.params, prompt, o.tokens > 0 ? o.tokens : room);
+  std::vector<std::size_t> output;
+  try {
+    output = workbench::greedy_generate(config, checkpoint.params, prompt,
+                                        o.tokens > 0 ? o.tokens : room);
+  } catch (const workbench::Float32Overflow& e) {
+    reject("--checkpoint " + o.checkpoint.string() + ": " + e.what() +
+           ": its weights are finite but overflow float32 on the way (" +
+           largest_weight(checkpoint) + "); the training that wrote it diverged");
+  }
   std::cout << "prompt:  " << joined(prompt) << '\n' << "output:  " << joined(output) << '\n';
   return 0;
 }
@@ -104,6 +130,10 @@ int main(int argc, char** argv) {
   } catch (const minimodel::Todo& e) {
     std::cerr << "workbook generate --impl " << impl << ": " << e.what() << '\n';
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "workbook generate: out of memory (std::bad_alloc): the checkpoint's model is too "
+                 "large for the memory available\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "workbook generate: " << e.what() << '\n';
     return 2;

@@ -1,6 +1,11 @@
 #include "generate/greedy.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <iomanip>
+#include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +19,7 @@ namespace workbench {
 
 using minimodel::shape_of;
 using minimodel::Tensor1;
+using minimodel::Tensor2;
 using minimodel::Tensor3;
 
 CachedModel::CachedModel(const minimodel::ModelConfig& config,
@@ -40,6 +46,31 @@ CachedModel::CachedModel(const minimodel::ModelConfig& config,
   }
 }
 
+namespace {
+
+// LayerNorm squares each row's deviations from its mean and sums d of them: past
+// sqrt(FLT_MAX / d) that sum is infinite, and the row silently normalises to zeros.
+// h: (1, T, d_model)
+void check_normalizable(const Tensor3& h, const std::string& where) {
+  const std::size_t T = h.shape(1), d = h.shape(2);
+  const double limit = std::sqrt(double(std::numeric_limits<float>::max()) / double(d));
+  for (std::size_t t = 0; t < T; ++t) {
+    double mean = 0.0, deviation = 0.0;
+    for (std::size_t i = 0; i < d; ++i) mean += double(h(0, t, i)) / double(d);
+    for (std::size_t i = 0; i < d; ++i)
+      deviation = std::max(deviation, std::fabs(double(h(0, t, i)) - mean));
+    if (!(deviation <= limit)) {  // also a NaN
+      std::ostringstream text;
+      text << std::setprecision(2) << where
+           << " overflows float32: a row's deviation from its mean "
+           << "reaches " << deviation << ", and LayerNorm squares it (float32 stops at 3.4e+38)";
+      throw Float32Overflow(text.str());
+    }
+  }
+}
+
+}  // namespace
+
 // tokens: T new tokens -> logits (V) after the last.
 Tensor1 CachedModel::feed(const std::vector<std::size_t>& tokens) {
   const std::size_t T = tokens.size(), d = config_.d_model;
@@ -61,16 +92,20 @@ Tensor1 CachedModel::feed(const std::vector<std::size_t>& tokens) {
     positions(0, t) = static_cast<std::int64_t>(length_ + t);
   }
   // 2. Each layer: h = h + attention(layer_norm(h)), the new rows attending to the cached ones.
-  for (std::size_t l = 0; l < layers_.size(); ++l)
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    check_normalizable(h, "layer " + std::to_string(l) + "'s LayerNorm input");
     h = minimodel::attention_block(h, minimodel::Norm::pre_ln, [&](const Tensor3& normalized) {
       return layers_[l].forward_step(normalized, positions, caches_[l]);
     });
+  }
   length_ += T;
   // 3. The final layer_norm and the unembedding, for the last position only.
   Tensor3 last = xt::view(h, xt::all(), xt::range(T - 1, T), xt::all());  // (1, 1, d_model)
+  check_normalizable(last, "the final LayerNorm's input");
   const Tensor3 normalized = minimodel::layer_norm(last);
-  const Tensor1 row = xt::view(normalized, 0, 0);  // (d_model)
-  return xt::linalg::dot(row, unembedding_);       // (V)
+  const Tensor2 row = xt::view(normalized, 0);                // (1, d_model)
+  const Tensor2 logits = xt::linalg::dot(row, unembedding_);  // (1, V)
+  return xt::view(logits, 0);
 }
 
 std::size_t argmax(const Tensor1& logits) {
@@ -93,9 +128,28 @@ std::vector<std::size_t> greedy_generate(const minimodel::ModelConfig& config,
   std::vector<std::size_t> generated;
   if (count == 0) return generated;
   CachedModel model(config, params);
-  generated.push_back(argmax(model.feed(prompt)));
+  // One step: feed, then the argmax of logits that are all finite (every comparison with a NaN is
+  // false: argmax would choose token 0).
+  const auto step = [&](const std::vector<std::size_t>& tokens) {
+    const std::string at = "the model's logits at step " + std::to_string(generated.size() + 1);
+    Tensor1 logits;
+    try {
+      logits = model.feed(tokens);
+    } catch (const Float32Overflow& e) {
+      throw Float32Overflow(at + " cannot be computed: " + e.what());
+    }
+    for (std::size_t i = 0; i < logits.size(); ++i)
+      if (!std::isfinite(logits(i))) {
+        std::ostringstream value;
+        value << logits(i);
+        throw Float32Overflow(at + " are not finite (" + value.str() + " for token " +
+                              std::to_string(i) + ")");
+      }
+    return argmax(logits);
+  };
+  generated.push_back(step(prompt));
   // The last token is never fed: nothing follows it.
-  while (generated.size() < count) generated.push_back(argmax(model.feed({generated.back()})));
+  while (generated.size() < count) generated.push_back(step({generated.back()}));
   return generated;
 }
 

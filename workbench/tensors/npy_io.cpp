@@ -124,6 +124,8 @@ xt::xarray<T> decode_npy(const std::string& bytes, const std::string& name,
 }
 
 std::string read_npy_file(const std::filesystem::path& path) {
+  if (const std::string kind = non_regular_kind(path); !kind.empty())
+    throw NpyError(path.string() + " is " + kind + ", not a regular .npy file");
   try {
     return read_file(path);
   } catch (const std::exception&) {
@@ -132,6 +134,26 @@ std::string read_npy_file(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+std::string non_regular_kind(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);  // follows a symlink to its file
+  switch (status.type()) {
+    case fs::file_type::directory:
+      return "a folder";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "";  // regular, missing or not stat-able: opening it says what is wrong
+  }
+}
 
 xt::xarray<float> decode_npy_f32(const std::string& bytes, const std::string& name) {
   return decode_npy<float>(bytes, name, "a float32 C-order .npy file", {"<f4"});

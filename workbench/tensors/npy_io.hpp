@@ -35,6 +35,11 @@ xt::xarray<bool> load_npy_bool(const std::filesystem::path& path);
 /// @throws NpyError if the file is missing, not .npy, truncated, or of another dtype or order.
 xt::xarray<std::int64_t> load_npy_i64(const std::filesystem::path& path);
 
+/// What `path` names when it is neither a regular file nor missing, e.g. "a FIFO"; "" otherwise.
+/// The readers above refuse such a path before opening it: reading a FIFO or a device would block
+/// or never end.
+std::string non_regular_kind(const std::filesystem::path& path);
+
 /// The three readers above, on a file's bytes already in memory (the fuzz target's entry point);
 /// `name` stands for the file in messages.
 /// @throws NpyError as the readers do.
