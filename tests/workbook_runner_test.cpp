@@ -962,10 +962,12 @@ TEST_F(WorkbookScratch, BareWorkbookAnswersFromWhatIsKnownAndBuildsAtMostTheCurr
 TEST_F(WorkbookScratch, HintFollowsTheFirstFailingBlockOfTheLastRun) {
   const std::vector<workbook::Mutant> mutants =
       workbook::load_mutants(repo_, *workbook::find_lab(workbook::load_registry(repo_), "00"));
+  // A Block B bug that compiles under CI's -Werror (removing the scale would leave it unused).
   const auto block_b = std::find_if(mutants.begin(), mutants.end(), [](const workbook::Mutant& m) {
-    return m.block == "B" && m.equivalent.empty();
+    return m.name == "scale-by-sqrt-key-count";
   });
   ASSERT_NE(block_b, mutants.end());
+  ASSERT_EQ(block_b->block, "B");
   copy_reference_into_stub();
   replace_in(repo_ / stub(), block_b->replace, block_b->with);
   const Outcome check = workbook("check 00");
@@ -1166,9 +1168,10 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
       {"a missing write-up", [&] { fs::remove(repo_ / "solutions/02-causal-mask.md"); },
        "lab 02 lacks solutions/02-causal-mask.md (its reference write-up)", "--files-only"},
       {"a pristine stub that passes",
-       [&] {
+       [&] {  // committed and pushed: the stubs as handed out are origin/HEAD's (pristine_ref)
          copy_reference_into_stub();
          git("-c user.name=t -c user.email=t@t commit --quiet -am 'stub passes'");
+         git("update-ref refs/remotes/origin/HEAD HEAD");
        },
        "lab 00: a pristine stub does not fail with its TODO (lab00.stubs): "
        "Softmax.MatchesTheHandExample passes on "
@@ -1201,6 +1204,7 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
   // (DevCheckPassesOnThePristineCopy builds and runs them).
   ASSERT_EQ(workbook("dev-check --lab 00 --skip-mutants").status, 0);
   const std::string status_before = git("status --porcelain --ignored experiments").out;
+  const std::string pristine = workbench::trim(git("rev-parse origin/HEAD").out);
   for (const Defect& defect : defects) {
     SCOPED_TRACE(defect.what);
     defect.make();
@@ -1211,7 +1215,8 @@ TEST_F(WorkbookScratch, DevCheckFailsOnEachDefectAndNamesIt) {
     EXPECT_EQ(git("status --porcelain --ignored experiments").out, status_before)
         << "dev-check deletes nothing in the sources";
     // Back to the pristine copy for the next defect.
-    git("reset --quiet --hard origin/HEAD");
+    git("update-ref refs/remotes/origin/HEAD " + pristine);
+    git("reset --quiet --hard " + pristine);
     git("clean -fdq");
   }
 }

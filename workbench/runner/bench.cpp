@@ -2,6 +2,8 @@
 // implementation (bench-reference, bench-learner: Google Benchmark), and print one table or a
 // JSON document. Times are medians of repetitions in one run (or the one run, with
 // --repetitions 1); nothing asserts a time.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -173,7 +175,9 @@ int bench(const Context& ctx, const BenchOptions& options) {
       rows.push_back(t);
       continue;
     }
-    const std::filesystem::path report = ctx.ws.build / ("bench-" + impl + ".json");
+    // One report per run: two benches at once on one build folder must not read each other's.
+    const std::filesystem::path report =
+        ctx.ws.build / ("bench-" + impl + "-" + std::to_string(getpid()) + ".json");
     std::vector<std::string> args = {
         "--threads",
         std::to_string(threads),
@@ -187,12 +191,16 @@ int bench(const Context& ctx, const BenchOptions& options) {
     }
     // Progress on stderr, one line per finished benchmark, so that stdout stays the result: the
     // engine's console rows, but not the mean, stddev and cv beside each median.
-    static const std::regex other_statistic(R"(^\S+_(mean|stddev|cv) )");
     workbench::CaptureOptions progress;
     progress.on_line = [&](const std::string& line) {
       const bool row = line.rfind("sgemm/", 0) == 0 || line.rfind("lab", 0) == 0;
-      if (row && !std::regex_search(line, other_statistic))
-        std::cerr << engine << ": " << line << '\n' << std::flush;
+      const std::string name = line.substr(0, line.find(' '));
+      bool other_statistic = false;  // a mean, stddev or cv row beside a median
+      for (const std::string suffix : {"_mean", "_stddev", "_cv"})
+        other_statistic = other_statistic ||
+                          (name.size() > suffix.size() &&
+                           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
+      if (row && !other_statistic) std::cerr << engine << ": " << line << '\n' << std::flush;
     };
     std::filesystem::remove(report);
     const workbench::CapturedRun run =
@@ -200,6 +208,7 @@ int bench(const Context& ctx, const BenchOptions& options) {
     if (!run.status.ok() || !std::filesystem::exists(report))
       throw EnvironmentError(engine + " failed (" + run.status.describe() + "):\n" + run.output);
     const nlohmann::json parsed = nlohmann::json::parse(workbench::read_file(report));
+    std::filesystem::remove(report);
     const nlohmann::json& context = parsed.at("context");
     machine["blas"] = context.value("blas", "");
     machine["threads"] = std::stoi(context.value("threads", "0"));
