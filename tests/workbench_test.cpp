@@ -493,6 +493,15 @@ TEST(ChildProcess, CapturesOutputAndStreamsItLineByLine) {
   EXPECT_EQ(lines, (std::vector<std::string>{"one", "two", "three"}));
 }
 
+TEST(ChildProcess, CapturesStdoutAloneWhenAsked) {
+  workbench::CaptureOptions options;
+  options.capture_stderr = false;  // the child's stderr is ours: the warning shows in the log
+  const workbench::CapturedRun run = workbench::run_captured(
+      "sh", {"-c", "echo content; echo a warning >&2; echo more content"}, options);
+  EXPECT_TRUE(run.status.ok());
+  EXPECT_EQ(run.output, "content\nmore content\n");
+}
+
 TEST(ChildProcess, ReportsTheExitStatusAndTheSignal) {
   const auto failed = workbench::run_captured("sh", {"-c", "exit 3"});
   EXPECT_TRUE(failed.status.exited);

@@ -801,6 +801,20 @@ TEST_F(WorkbookScratch, ResetRestoresTheStubAndKeepsABackup) {
   EXPECT_NE(workbook("reset 00 --yes").out.find("nothing to do"), std::string::npos);
 }
 
+TEST_F(WorkbookScratch, ResetRestoresTheStubByteForByteWhenGitWarns) {
+  // A branch named origin/HEAD makes the ref ambiguous: git warns on stderr at each `git show`.
+  ASSERT_EQ(git("branch origin/HEAD").status, 0);
+  copy_reference_into_stub();
+  const Outcome reset = workbook("reset 00 --yes");
+  const Outcome pristine =
+      sh("git -C " + repo_.string() + " show refs/remotes/origin/HEAD:" + stub() + " 2>/dev/null");
+  ASSERT_EQ(git("branch -D origin/HEAD").status, 0);  // SetUp's reset leaves branches
+  EXPECT_EQ(reset.status, 0) << reset.out;
+  EXPECT_NE(reset.out.find("ambiguous"), std::string::npos) << "git's warning reaches the learner";
+  ASSERT_EQ(pristine.status, 0) << pristine.out;
+  EXPECT_EQ(read(repo_ / stub()), pristine.out) << "the stub, and not git's warning in it";
+}
+
 TEST_F(WorkbookScratch, BadLabNumbersAreUsageErrors) {
   const std::string range = workbook::lab_range(workbook::load_registry(repo_));  // "00–06" today
   for (const char* verb :

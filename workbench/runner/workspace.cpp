@@ -66,13 +66,28 @@ const Lab& Context::require_lab(const std::string& number) const {
   return *lab;
 }
 
-ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args) {
+namespace {
+
+ToolRun run_tool_with(const std::string& tool, const std::vector<std::string>& args,
+                      const workbench::CaptureOptions& options) {
   try {
-    const workbench::CapturedRun run = workbench::run_captured(tool, args);
+    const workbench::CapturedRun run = workbench::run_captured(tool, args, options);
     return {run.status.ok(), run.output};
   } catch (const std::exception& e) {
     throw EnvironmentError(std::string(e.what()) + " (is " + tool + " installed and on PATH?)");
   }
+}
+
+}  // namespace
+
+ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args) {
+  return run_tool_with(tool, args, {});
+}
+
+ToolRun run_tool_stdout(const std::string& tool, const std::vector<std::string>& args) {
+  workbench::CaptureOptions options;
+  options.capture_stderr = false;
+  return run_tool_with(tool, args, options);
 }
 
 std::string pristine_ref(const fs::path& repo) {

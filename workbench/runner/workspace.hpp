@@ -88,6 +88,10 @@ struct ToolRun {
 /// @throws EnvironmentError if it cannot be started.
 ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args);
 
+/// The same, capturing stdout alone: for content a tool prints (`git show REF:PATH`), which its
+/// warnings must not join. Its stderr is ours, so the learner still sees them.
+ToolRun run_tool_stdout(const std::string& tool, const std::vector<std::string>& args);
+
 /// The commit whose learner files are the pristine stubs: origin/HEAD in a learner's clone (their
 /// own commits may hold their work), HEAD where there is no origin (cmake/check_stubs.cmake
 /// agrees).
