@@ -182,4 +182,10 @@ void save_state(const Workspace& ws, const nlohmann::json& state) {
   workbench::write_file_atomically(ws.build / "workbook-state.json", state.dump(2) + "\n");
 }
 
+void update_state(const Workspace& ws, const std::function<void(nlohmann::json& state)>& change) {
+  nlohmann::json state = load_state(ws);
+  change(state);
+  save_state(ws, state);
+}
+
 }  // namespace workbook

@@ -2,6 +2,7 @@
 // Where the workbook command works (the repository and its build folder), how it prints, and how
 // it builds: `cmake --build` as a child process, its progress streamed to stderr.
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,6 +45,11 @@ struct Workspace {
 /// damaged file reads as an empty object, so deleting it loses only that.
 nlohmann::json load_state(const Workspace& ws);
 void save_state(const Workspace& ws, const nlohmann::json& state);
+
+/// Reads the state afresh, lets `change` edit its own keys, and writes it back atomically. The
+/// way every verb writes it: a copy read earlier would erase what other verbs wrote meanwhile
+/// (a hint shown while `break` builds).
+void update_state(const Workspace& ws, const std::function<void(nlohmann::json& state)>& change);
 
 /// What every verb gets: the workspace, the registry's labs, and how to print.
 struct Context {
