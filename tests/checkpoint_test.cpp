@@ -196,6 +196,49 @@ TEST_F(CheckpointTest, RefusesToReplaceAPreviousThatIsNotACheckpoint) {
   EXPECT_EQ(listing(root_), (std::set<std::string>{"model", "model.previous"}));
 }
 
+TEST_F(CheckpointTest, ASaveRemovesWhatKilledSavesOfTheSameFolderLeftAndNothingElse) {
+  save_checkpoint(dir(), small_checkpoint(1));
+  // What saves killed midway leave (mkdtemp's six letters, and .older), each a whole copy ...
+  const std::vector<std::string> leftovers = {"model.partial-a1B2c3", "model.partial-XyZ789",
+                                              "model.partial-q0w9e8.older"};
+  for (const std::string& name : leftovers)
+    workbench::write_file_atomically(root_ / name / "config.json", "{}\n");
+  // ... and names that only look alike: another folder's, the learner's own, or a link.
+  const std::set<std::string> others = {"other.partial-a1B2c3",  "model.partial-notes",
+                                        "model.partial-a1B2c",   "model.partial-a1B2c3.old",
+                                        "model.partials-a1B2c3", "model.partial-link12"};
+  for (const std::string& name : others)
+    if (name != "model.partial-link12")
+      workbench::write_file_atomically(root_ / name / "keep.txt", "keep me\n");
+  fs::create_directory(root_ / "elsewhere");
+  workbench::write_file_atomically(root_ / "elsewhere" / "keep.txt", "keep me\n");
+  fs::create_directory_symlink(root_ / "elsewhere", root_ / "model.partial-link12");
+
+  const Checkpoint second = small_checkpoint(2);
+  save_checkpoint(dir(), second);
+  EXPECT_TRUE(bit_identical(load_checkpoint(dir()).params, second.params));
+  std::set<std::string> expected = others;
+  expected.insert({"model", "model.previous", "elsewhere"});
+  EXPECT_EQ(listing(root_), expected);
+  for (const std::string& name : others)
+    EXPECT_EQ(workbench::read_file(root_ / name / "keep.txt"), "keep me\n") << name;
+}
+
+TEST_F(CheckpointTest, RefusesALinkWhereTheFolderOrItsPreviousWouldGo) {
+  save_checkpoint(root_ / "real", small_checkpoint(1));
+  fs::create_directory_symlink(root_ / "real", dir());
+  EXPECT_TRUE(throws_runtime_error([&] { save_checkpoint(dir(), small_checkpoint(2)); },
+                                   dir().string() + " is a symbolic link"));
+  fs::remove(dir());
+  save_checkpoint(dir(), small_checkpoint(3));
+  fs::create_directory_symlink(root_ / "real", previous());
+  EXPECT_TRUE(throws_runtime_error([&] { save_checkpoint(dir(), small_checkpoint(4)); },
+                                   previous().string() + " is a symbolic link"));
+  EXPECT_TRUE(bit_identical(load_checkpoint(root_ / "real").params, small_checkpoint(1).params));
+  EXPECT_TRUE(bit_identical(load_checkpoint(dir()).params, small_checkpoint(3).params));
+  EXPECT_EQ(listing(root_), (std::set<std::string>{"model", "model.previous", "real"}));
+}
+
 TEST_F(CheckpointTest, RejectsParametersThatDisagreeWithTheConfigAndWritesNothing) {
   Checkpoint wrong = small_checkpoint(1);
   wrong.params.layers[1].w_k = minimodel::Matrix<float>({6, 5});

@@ -3,6 +3,7 @@
 #include <cairo.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -438,6 +439,47 @@ TEST_F(AtomicWrite, NewFilesGetTheUsualPermissions) {
                 fs::perms::others_read);
 }
 
+TEST_F(AtomicWrite, RefusesAnythingButARegularFileAndFollowsNoLink) {
+  // Each a path that exists and is not a regular file, with the words its refusal uses. Renaming
+  // a temporary over any of them would replace it (as root, /dev/null itself).
+  const fs::path target = dir_ / "target.txt";
+  workbench::write_file_atomically(target, "mine\n");
+  std::vector<std::pair<fs::path, std::string>> refused = {
+      {dir_ / "fifo", "it is a FIFO"},
+      {dir_ / "dangling", "it is a symbolic link"},
+      {dir_ / "link", "it is a symbolic link"},
+      {dir_ / "folder", "it is a directory"}};
+  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0644), 0);
+  fs::create_symlink(dir_ / "nowhere", dir_ / "dangling");
+  fs::create_symlink(target, dir_ / "link");
+  fs::create_directory(dir_ / "folder");
+  if (mknod((dir_ / "device").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0)  // as root only
+    refused.emplace_back(dir_ / "device", "it is a character device");
+  for (const auto& [path, words] : refused) {
+    SCOPED_TRACE(path.string());
+    const fs::file_type before = fs::symlink_status(path).type();
+    try {
+      workbench::write_file_atomically(path, "x");
+      FAIL() << "wrote over it";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(path.string() + ": " + words), std::string::npos)
+          << e.what();
+    }
+    // All or nothing: a regular file written beside it is not written either.
+    EXPECT_THROW(workbench::write_files_atomically(std::vector<std::pair<fs::path, std::string>>{
+                     {dir_ / "new.txt", "y"}, {path, "x"}}),
+                 std::runtime_error);
+    EXPECT_THROW(workbench::save_npy_f32(path, xt::xarray<float>{1.0f}), workbench::NpyError);
+    EXPECT_EQ(fs::symlink_status(path).type(), before);
+  }
+  EXPECT_EQ(read_file(target), "mine\n") << "a link's target is never written";
+  EXPECT_FALSE(fs::exists(dir_ / "nowhere")) << "a dangling link's target is never created";
+  EXPECT_FALSE(fs::exists(dir_ / "new.txt"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()),
+            static_cast<std::ptrdiff_t>(refused.size() + 1))
+      << "no temporary file is left behind";
+}
+
 // --- run_captured / run_process ----------------------------------------------------------------
 
 TEST(ChildProcess, CapturesOutputAndStreamsItLineByLine) {
@@ -449,6 +491,15 @@ TEST(ChildProcess, CapturesOutputAndStreamsItLineByLine) {
   EXPECT_TRUE(run.status.ok()) << run.status.describe();
   EXPECT_EQ(run.output, "one\ntwo\nthree");
   EXPECT_EQ(lines, (std::vector<std::string>{"one", "two", "three"}));
+}
+
+TEST(ChildProcess, CapturesStdoutAloneWhenAsked) {
+  workbench::CaptureOptions options;
+  options.capture_stderr = false;  // the child's stderr is ours: the warning shows in the log
+  const workbench::CapturedRun run = workbench::run_captured(
+      "sh", {"-c", "echo content; echo a warning >&2; echo more content"}, options);
+  EXPECT_TRUE(run.status.ok());
+  EXPECT_EQ(run.output, "content\nmore content\n");
 }
 
 TEST(ChildProcess, ReportsTheExitStatusAndTheSignal) {

@@ -646,6 +646,31 @@ TEST_F(WorkbookScratch, BreakAsksForAPredictionThenShowsWhatTheMutantBreaks) {
   EXPECT_EQ(git("status --porcelain").out, "") << "neither the learner's files nor the reference";
 }
 
+TEST_F(WorkbookScratch, BreakKeepsAHintShownWhileItBuilds) {
+  // Another verb writes the state while break builds: a `cmake` first on PATH shows a hint, once,
+  // then hands over to the real one. Break's record must join that hint, not erase it.
+  const fs::path bin = scratch_ / "cmake-that-shows-a-hint";
+  fs::create_directories(bin);
+  const std::string real_cmake = workbench::trim(sh("command -v cmake").out);
+  const std::string command = std::string(MINIMODEL_BIN_DIR) + "/workbook --repo " +
+                              repo_.string() + " --build-dir " + (repo_ / "build").string();
+  const fs::path shown = bin / "shown";
+  write(bin / "cmake", "#!/bin/sh\nif [ ! -e '" + shown.string() + "' ]; then touch '" +
+                           shown.string() + "'; " + command + " hint 00 >/dev/null; fi\nexec '" +
+                           real_cmake + "' \"$@\"\n");
+  fs::permissions(bin / "cmake", fs::perms::owner_all, fs::perm_options::add);
+  const Outcome run = sh("printf 'all\\ny\\n' | PATH='" + bin.string() + "':\"$PATH\" " + command +
+                         " break 00 softmax-without-max 2>/dev/null");
+  EXPECT_EQ(run.status, 0) << run.out;
+  ASSERT_TRUE(fs::exists(shown)) << "the hint was shown while break built";
+  // Not const: a key that is missing reads as null instead of failing the access.
+  nlohmann::json state = nlohmann::json::parse(read(repo_ / "build" / "workbook-state.json"));
+  EXPECT_EQ(state["hints_shown"]["00"], nlohmann::json::array({1})) << state;
+  nlohmann::json& record = state["break"]["00"]["softmax-without-max"];
+  EXPECT_EQ(record["failed"], nlohmann::json::array({"Softmax.IsStableForLargeLogits"})) << state;
+  EXPECT_EQ(record["prediction"], "all") << state;
+}
+
 TEST_F(WorkbookScratch, BreakCountsAVerifyProgramThatStopsWithAnErrorAsNoticedAndSaysSo) {
   // A mutant of this test's own: softmax throws, so the verify program stops before its checks.
   const fs::path catalogue = repo_ / "labs/mutants/00-attention-by-hand.json";
@@ -821,6 +846,20 @@ TEST_F(WorkbookScratch, ResetRestoresTheStubAndKeepsABackup) {
   EXPECT_EQ(git("status --porcelain").out, "")
       << ".workbook-backups/ is ignored and the stub is back";
   EXPECT_NE(workbook("reset 00 --yes").out.find("nothing to do"), std::string::npos);
+}
+
+TEST_F(WorkbookScratch, ResetRestoresTheStubByteForByteWhenGitWarns) {
+  // A branch named origin/HEAD makes the ref ambiguous: git warns on stderr at each `git show`.
+  ASSERT_EQ(git("branch origin/HEAD").status, 0);
+  copy_reference_into_stub();
+  const Outcome reset = workbook("reset 00 --yes");
+  const Outcome pristine =
+      sh("git -C " + repo_.string() + " show refs/remotes/origin/HEAD:" + stub() + " 2>/dev/null");
+  ASSERT_EQ(git("branch -D origin/HEAD").status, 0);  // SetUp's reset leaves branches
+  EXPECT_EQ(reset.status, 0) << reset.out;
+  EXPECT_NE(reset.out.find("ambiguous"), std::string::npos) << "git's warning reaches the learner";
+  ASSERT_EQ(pristine.status, 0) << pristine.out;
+  EXPECT_EQ(read(repo_ / stub()), pristine.out) << "the stub, and not git's warning in it";
 }
 
 TEST_F(WorkbookScratch, BadLabNumbersAreUsageErrors) {

@@ -2,6 +2,7 @@
 // and every kind of bad input gets one line on stderr, exit status 2 and no output file. Then
 // `workbook generate` on a checkpoint the test saves, and `workbook bench`.
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -333,6 +334,31 @@ TEST_F(WorkbookAttend, AnOutputThatCannotBeWrittenLeavesEveryFileAsItWas) {
   for (const auto& entry : fs::directory_iterator(scratch_)) left.insert(entry.path().filename());
   EXPECT_EQ(left, (std::set<std::string>{"attn.npy", "stderr.txt", "y.npy"}))
       << "no temporary file is left behind";
+}
+
+TEST_F(WorkbookAttend, RefusesAnOutputThatIsADeviceAFifoOrALinkAndLeavesItAlone) {
+  // As root, --out /dev/null once replaced the system's /dev/null with a regular file. A device
+  // of the same kind in the scratch folder stands in for it (root only: mknod).
+  const fs::path target = scratch_ / "target.npy";
+  workbench::write_file_atomically(target, "the learner's own file\n");
+  std::vector<std::pair<fs::path, std::string>> refused = {
+      {scratch_ / "fifo", "it is a FIFO"},
+      {scratch_ / "dangling", "it is a symbolic link"},
+      {scratch_ / "link", "it is a symbolic link"}};
+  ASSERT_EQ(mkfifo((scratch_ / "fifo").c_str(), 0644), 0);
+  fs::create_symlink(scratch_ / "nowhere.npy", scratch_ / "dangling");
+  fs::create_symlink(target, scratch_ / "link");
+  if (mknod((scratch_ / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0)
+    refused.emplace_back(scratch_ / "null", "it is a character device");
+  for (const char* output : {"--out", "--attn-out"})
+    for (const auto& [path, words] : refused) {
+      SCOPED_TRACE(std::string(output) + " " + path.string());
+      const fs::file_type before = fs::symlink_status(path).type();
+      expect_rejected(args("mha_batched", {{output, path.string()}}), path.string() + ": " + words);
+      EXPECT_EQ(fs::symlink_status(path).type(), before);
+    }
+  EXPECT_EQ(workbench::read_file(target), "the learner's own file\n");
+  EXPECT_FALSE(fs::exists(scratch_ / "nowhere.npy"));
 }
 
 TEST_F(WorkbookAttend, RejectsAnEmptySequenceWithRopeInsteadOfCrashing) {

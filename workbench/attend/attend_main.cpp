@@ -418,8 +418,9 @@ void check_inputs(const workbench::AttendOptions& o) {
              ", not a regular .npy file");
 }
 
-// An output goes into a folder that exists (a typo in a path creates nothing), and is none of
-// the inputs nor the other output, which it would overwrite.
+// An output goes into a folder that exists (a typo in a path creates nothing), is a regular file
+// or nothing yet (never a device, a FIFO or a link: /dev/null stays a device), and is none of the
+// inputs nor the other output, which it would overwrite.
 void check_outputs(const workbench::AttendOptions& o) {
   auto inputs = workbench::input_paths(o);
   inputs.emplace_back("--out", &o.out);
@@ -432,6 +433,13 @@ void check_outputs(const workbench::AttendOptions& o) {
     if (!path->empty() && !folder.empty() && !std::filesystem::is_directory(folder))
       throw std::invalid_argument(std::string(output) + " " + path->string() + ": the folder " +
                                   folder.string() + " does not exist; create it first");
+    if (!path->empty()) {
+      try {
+        workbench::check_replaceable(*path);
+      } catch (const std::runtime_error& e) {
+        throw std::invalid_argument(std::string(output) + ": " + e.what());
+      }
+    }
     for (const auto& [input, input_path] : inputs)
       if (path != input_path && same(*path, *input_path))
         throw std::invalid_argument(std::string(output) + " " + path->string() + " is also " +

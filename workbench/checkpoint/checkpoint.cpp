@@ -2,6 +2,8 @@
 
 #include <stdlib.h>  // mkdtemp
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <stdexcept>
 #include <system_error>
@@ -111,6 +113,32 @@ class TemporaryFolder {
   fs::path path_;
 };
 
+// Whether `name` is one TemporaryFolder(dir) makes, or its ".older" (save_checkpoint's step 4):
+// dir's name, ".partial-", mkdtemp's six letters and digits, and perhaps ".older". Nothing else.
+bool is_leftover_of(const fs::path& dir, const std::string& name) {
+  const std::string prefix = dir.filename().string() + ".partial-";
+  if (name.rfind(prefix, 0) != 0) return false;
+  std::string rest = name.substr(prefix.size());
+  if (rest.size() == 6 + std::string(".older").size() && rest.substr(6) == ".older") rest.resize(6);
+  return rest.size() == 6 && std::all_of(rest.begin(), rest.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+// Removes, best effort, the folders that earlier saves of `dir` left when they were killed. Two
+// saves of one DIR at once are not supported (each would remove the other's folder), as they
+// never were: both rename DIR. Only real folders are removed; a link of that name is left alone.
+void remove_leftovers_of_killed_saves(const fs::path& dir) {
+  const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+  std::error_code ec, ignored;
+  std::vector<fs::path> leftovers;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec))
+    if (is_leftover_of(dir, it->path().filename().string()) &&
+        fs::is_directory(fs::symlink_status(it->path(), ignored)))
+      leftovers.push_back(it->path());
+  for (const fs::path& leftover : leftovers) fs::remove_all(leftover, ignored);
+}
+
 }  // namespace
 
 std::vector<std::string> tensor_names(std::size_t n_layers) {
@@ -141,10 +169,15 @@ void save_checkpoint(const fs::path& dir_in, const Checkpoint& checkpoint) {
                                   expected[i].what + " = " +
                                   shape_text(expected[i].rows, expected[i].cols));
 
-  // 2. Refuse, before writing anything, what would be replaced and is not a checkpoint.
+  // 2. Refuse, before writing anything, what would be replaced and is not a checkpoint: a link
+  //    is refused rather than followed, like every writer's target (check_replaceable).
   const fs::path dir = folder_of(dir_in);
   const fs::path previous = with_suffix(dir, ".previous");
   std::error_code ec;
+  for (const fs::path& path : {dir, previous})
+    if (fs::is_symlink(fs::symlink_status(path, ec)))
+      throw std::runtime_error("cannot write the checkpoint " + dir.string() + ": " +
+                               path.string() + " is a symbolic link; name the folder itself");
   const bool replacing = fs::exists(fs::symlink_status(dir, ec));
   if (replacing && !is_checkpoint(dir))
     throw std::runtime_error("cannot write the checkpoint " + dir.string() +
@@ -162,7 +195,10 @@ void save_checkpoint(const fs::path& dir_in, const Checkpoint& checkpoint) {
                                ": cannot create its folder (" + ec.message() + ")");
   }
 
-  // 3. Every file into a new sibling folder, which is removed if anything below fails.
+  // 3. Every file into a new sibling folder, which is removed if anything below fails. A save
+  //    killed before its end leaves its folder behind (DIR.partial-XXXXXX, and .older beside it):
+  //    those of earlier saves of this DIR go first, so kills do not pile up copies.
+  remove_leftovers_of_killed_saves(dir);
   TemporaryFolder staging(dir);
   std::vector<std::pair<fs::path, FileWriter>> files;
   const std::string json = config_json(checkpoint).dump(2) + "\n";

@@ -4,10 +4,11 @@
 // mutated reference is built in the build folder's scratch area (BUILD/mutants/labNN/NAME/, which
 // cmake/labs.cmake writes), its tests and verify program run, and what failed is shown beside the
 // prediction. The learner's files and the reference are never touched. Predictions and outcomes
-// are kept with the verbs' state (load_state):
+// are kept with the verbs' state (update_state):
 //   {"break": {"01": {"NAME": {"predicted": […], "verify_predicted": true, "failed": […], …}}}}
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <iostream>
 #include <regex>
 #include <set>
@@ -180,14 +181,18 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
 
   Prediction prediction;
   if (predict) prediction = ask_prediction(lab);
-  nlohmann::json state = load_state(ctx.ws);
-  nlohmann::json& record = state["break"][lab.number][mutant.name];
-  if (predict) {
-    record = {{"prediction", prediction.text},
-              {"predicted", prediction.tests},
-              {"verify_predicted", *prediction.verify_notices}};
-    save_state(ctx.ws, state);  // the prediction is kept even if the build fails
-  }
+  // This mutant's record, and only it, in the state as it is at each write: other verbs (a hint
+  // shown while this one builds) write the state too.
+  const auto update_record = [&](const std::function<void(nlohmann::json&)>& change) {
+    update_state(ctx.ws,
+                 [&](nlohmann::json& state) { change(state["break"][lab.number][mutant.name]); });
+  };
+  if (predict)  // the prediction is kept even if the build fails
+    update_record([&](nlohmann::json& record) {
+      record = {{"prediction", prediction.text},
+                {"predicted", prediction.tests},
+                {"verify_predicted", *prediction.verify_notices}};
+    });
 
   const std::string tests = lab.mutant_target("test", mutant),
                     verify = lab.mutant_target("verify", mutant);
@@ -286,10 +291,11 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
               << '\n';
   std::cout << "What surprised you? The write-up asks: " << lab.experiment << "/README.md\n";
 
-  record["failed"] = std::vector<std::string>(failed.begin(), failed.end());
-  record["tests"] = result.total;
-  record["verify_noticed"] = noticed;
-  save_state(ctx.ws, state);
+  update_record([&](nlohmann::json& record) {
+    record["failed"] = std::vector<std::string>(failed.begin(), failed.end());
+    record["tests"] = result.total;
+    record["verify_noticed"] = noticed;
+  });
   return kSuccess;
 }
 

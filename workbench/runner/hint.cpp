@@ -71,10 +71,10 @@ int show_hint(const Context& ctx, const std::string& number, bool restart) {
   else
     std::cout << "that is " << about << " last hint; `workbook hint " << lab.number
               << " --restart` starts over.\n";
-  state = load_state(ctx.ws);  // read again just before writing: other verbs write it too
-  if (!state["hints_shown"].is_object()) state["hints_shown"] = nlohmann::json::object();
-  state["hints_shown"][lab.number] = std::vector<int>(shown.begin(), shown.end());
-  save_state(ctx.ws, state);
+  update_state(ctx.ws, [&](nlohmann::json& fresh) {  // as other verbs left it meanwhile
+    if (!fresh["hints_shown"].is_object()) fresh["hints_shown"] = nlohmann::json::object();
+    fresh["hints_shown"][lab.number] = std::vector<int>(shown.begin(), shown.end());
+  });
   return kSuccess;
 }
 

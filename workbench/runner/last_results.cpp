@@ -59,17 +59,17 @@ std::string fingerprint(const Workspace& ws, const std::vector<Lab>& labs, const
 
 void remember_result(const Workspace& ws, const Lab& lab, const std::string& fingerprint,
                      const LabResult& result) {
-  nlohmann::json state = load_state(ws);  // read just before writing: other verbs write it too
-  state["results"][lab.number] = {{"fingerprint", fingerprint},
-                                  {"when", workbench::utc_now("%Y-%m-%d %H:%M UTC")},
-                                  {"status", status_name(result.status)},
-                                  {"passed", result.passed},
-                                  {"total", result.total},
-                                  {"failures", failures_json(result.failures)},
-                                  {"problem", result.problem},
-                                  {"first_error", result.build.first_error},
-                                  {"log", result.build.log.string()}};
-  save_state(ws, state);
+  update_state(ws, [&](nlohmann::json& state) {
+    state["results"][lab.number] = {{"fingerprint", fingerprint},
+                                    {"when", workbench::utc_now("%Y-%m-%d %H:%M UTC")},
+                                    {"status", status_name(result.status)},
+                                    {"passed", result.passed},
+                                    {"total", result.total},
+                                    {"failures", failures_json(result.failures)},
+                                    {"problem", result.problem},
+                                    {"first_error", result.build.first_error},
+                                    {"log", result.build.log.string()}};
+  });
 }
 
 std::optional<RecalledResult> recall_result(const Workspace& ws, const std::vector<Lab>& labs,

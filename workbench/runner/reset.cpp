@@ -13,9 +13,13 @@ namespace fs = std::filesystem;
 namespace workbook {
 namespace {
 
+// The file as committed: git's stdout alone, so that a warning of git's (an ambiguous ref name)
+// never becomes part of a restored stub; it reaches the learner on stderr instead.
 std::string git_show(const Context& ctx, const std::string& ref, const std::string& path) {
-  const ToolRun run = run_tool("git", {"-C", ctx.ws.repo.string(), "show", ref + ":" + path});
-  if (!run.ok) throw EnvironmentError("git show " + ref + ":" + path + " failed: " + run.output);
+  const ToolRun run =
+      run_tool_stdout("git", {"-C", ctx.ws.repo.string(), "show", ref + ":" + path});
+  if (!run.ok)
+    throw EnvironmentError("git show " + ref + ":" + path + " failed (git's message is above)");
   return run.output;
 }
 

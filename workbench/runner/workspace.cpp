@@ -66,13 +66,28 @@ const Lab& Context::require_lab(const std::string& number) const {
   return *lab;
 }
 
-ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args) {
+namespace {
+
+ToolRun run_tool_with(const std::string& tool, const std::vector<std::string>& args,
+                      const workbench::CaptureOptions& options) {
   try {
-    const workbench::CapturedRun run = workbench::run_captured(tool, args);
+    const workbench::CapturedRun run = workbench::run_captured(tool, args, options);
     return {run.status.ok(), run.output};
   } catch (const std::exception& e) {
     throw EnvironmentError(std::string(e.what()) + " (is " + tool + " installed and on PATH?)");
   }
+}
+
+}  // namespace
+
+ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args) {
+  return run_tool_with(tool, args, {});
+}
+
+ToolRun run_tool_stdout(const std::string& tool, const std::vector<std::string>& args) {
+  workbench::CaptureOptions options;
+  options.capture_stderr = false;
+  return run_tool_with(tool, args, options);
 }
 
 std::string pristine_ref(const fs::path& repo) {
@@ -165,6 +180,12 @@ nlohmann::json load_state(const Workspace& ws) {
 
 void save_state(const Workspace& ws, const nlohmann::json& state) {
   workbench::write_file_atomically(ws.build / "workbook-state.json", state.dump(2) + "\n");
+}
+
+void update_state(const Workspace& ws, const std::function<void(nlohmann::json& state)>& change) {
+  nlohmann::json state = load_state(ws);
+  change(state);
+  save_state(ws, state);
 }
 
 }  // namespace workbook

@@ -2,6 +2,7 @@
 // Where the workbook command works (the repository and its build folder), how it prints, and how
 // it builds: `cmake --build` as a child process, its progress streamed to stderr.
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -45,6 +46,11 @@ struct Workspace {
 nlohmann::json load_state(const Workspace& ws);
 void save_state(const Workspace& ws, const nlohmann::json& state);
 
+/// Reads the state afresh, lets `change` edit its own keys, and writes it back atomically. The
+/// way every verb writes it: a copy read earlier would erase what other verbs wrote meanwhile
+/// (a hint shown while `break` builds).
+void update_state(const Workspace& ws, const std::function<void(nlohmann::json& state)>& change);
+
 /// What every verb gets: the workspace, the registry's labs, and how to print.
 struct Context {
   Workspace ws;
@@ -87,6 +93,10 @@ struct ToolRun {
 /// Runs `tool` (cmake, ctest, git) from PATH with `args`, output captured.
 /// @throws EnvironmentError if it cannot be started.
 ToolRun run_tool(const std::string& tool, const std::vector<std::string>& args);
+
+/// The same, capturing stdout alone: for content a tool prints (`git show REF:PATH`), which its
+/// warnings must not join. Its stderr is ours, so the learner still sees them.
+ToolRun run_tool_stdout(const std::string& tool, const std::vector<std::string>& args);
 
 /// The commit whose learner files are the pristine stubs: origin/HEAD in a learner's clone (their
 /// own commits may hold their work), HEAD where there is no origin (cmake/check_stubs.cmake

@@ -28,6 +28,41 @@ std::string read_file(const fs::path& path) {
 
 namespace {
 
+// What `type` is, in the words of the refusal: "it is a character device".
+const char* what_it_is(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::directory:
+      return "a directory";
+    case fs::file_type::symlink:
+      return "a symbolic link";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "of an unknown type";
+  }
+}
+
+}  // namespace
+
+void check_replaceable(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(path, ec);  // a link itself, not its target
+  const fs::file_type type = status.type();
+  if (type == fs::file_type::not_found || type == fs::file_type::regular) return;
+  const std::string where = "cannot write " + path.string() + ": ";
+  if (ec) throw std::runtime_error(where + ec.message());
+  throw std::runtime_error(where + "it is " + what_it_is(type) +
+                           ", not a regular file; only a regular file is replaced");
+}
+
+namespace {
+
 // Writes a new temporary beside `path` with `write` (a unique name, so no other file is touched),
 // with the mode an ordinary new file would have. Returns its name.
 std::string write_temporary(const fs::path& path, const FileWriter& write) {
@@ -75,9 +110,9 @@ void write_files_atomically(const std::vector<std::pair<fs::path, std::string>>&
 }
 
 void write_files_atomically(const std::vector<std::pair<fs::path, FileWriter>>& files) {
-  for (const auto& [path, content] : files)  // the one thing that makes a rename below fail
-    if (fs::is_directory(path))
-      throw std::runtime_error("cannot write " + path.string() + ": it is a folder");
+  // Before anything is written: a rename would replace a device, a FIFO or a link with a file
+  // (as root, /dev/null itself), and fail on a folder after the others were renamed.
+  for (const auto& [path, content] : files) check_replaceable(path);
   std::vector<std::string> temporaries;
   auto remove_temporaries = [&] {
     std::error_code ignored;

@@ -101,7 +101,8 @@ CapturedRun run_captured(const std::string& program, const std::vector<std::stri
     check(posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0), program,
           "stdin");
     check(posix_spawn_file_actions_adddup2(&setup.actions, pipe_fds[1], 1), program, "stdout");
-    check(posix_spawn_file_actions_adddup2(&setup.actions, pipe_fds[1], 2), program, "stderr");
+    if (options.capture_stderr)
+      check(posix_spawn_file_actions_adddup2(&setup.actions, pipe_fds[1], 2), program, "stderr");
     if (!options.working_dir.empty())
       check(posix_spawn_file_actions_addchdir_np(&setup.actions, options.working_dir.c_str()),
             program, "working directory");

@@ -37,10 +37,14 @@ struct CaptureOptions {
   std::chrono::seconds time_limit{0};
   /// Where the child runs; empty: this process's working directory.
   std::filesystem::path working_dir;
+  /// false: stdout alone is captured, and the child's stderr is this process's (a warning of
+  /// git's then never ends up in the content it prints on stdout).
+  bool capture_stderr = true;
 };
 
-/// Runs `program` with `args`, stdin from /dev/null, stdout and stderr captured into one string,
-/// and waits. A `program` without a '/' is searched on PATH, as a shell would (cmake, ctest, git).
+/// Runs `program` with `args`, stdin from /dev/null, stdout and stderr captured into one string
+/// (stdout alone without options.capture_stderr), and waits. A `program` without a '/' is searched
+/// on PATH, as a shell would (cmake, ctest, git).
 /// @throws std::runtime_error if it cannot be started.
 CapturedRun run_captured(const std::string& program, const std::vector<std::string>& args,
                          const CaptureOptions& options = {});
