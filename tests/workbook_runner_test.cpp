@@ -589,6 +589,21 @@ TEST_F(StandInPrograms, ASanitizersStopIsACrashNotATodoStub) {
   EXPECT_NE(verify.out.find("was stopped by a sanitizer"), std::string::npos) << verify.out;
 }
 
+TEST_F(StandInPrograms, ACrashingLearnerEngineIsACrashNotBadInput) {
+  const std::string options =
+      "--impl learner --x x.npy --wq w.npy --wk w.npy --wv w.npy --wo w.npy --heads 1 --out y.npy";
+  learner_program("attend-learner", "kill -SEGV $$");
+  const Outcome crashed = workbook("attend " + options);
+  EXPECT_EQ(crashed.status, 4) << crashed.out;
+  EXPECT_NE(crashed.out.find("crashed with signal 11"), std::string::npos) << crashed.out;
+  learner_program("attend-learner", "exit ${UBSAN_OPTIONS##*exitcode=}");
+  const Outcome sanitized = workbook("attend " + options);
+  EXPECT_EQ(sanitized.status, 4) << sanitized.out;
+  EXPECT_NE(sanitized.out.find("a sanitizer stopped"), std::string::npos) << sanitized.out;
+  learner_program("attend-learner", "exit 2");  // the engine's own bad-input status is kept
+  EXPECT_EQ(workbook("attend " + options).status, 2);
+}
+
 TEST_F(StandInPrograms, ASecondCommandOnTheBuildFolderWaitsForTheFirstAndSaysSo) {
   // A test program that writes a passing report where it is told to.
   learner_program("test-lab00-learner",
