@@ -7,6 +7,10 @@
 // same label, seconds): each lab's reference verify program records an output of every block, for
 // `workbook diff`.
 //
+// StandInPrograms (label "reference", seconds): how the verbs treat the learner programs they run
+// (a crash, a loop past the time limit, a sanitizer's stop, Ctrl-C) and the build folder's lock,
+// with a stand-in cmake and shell scripts for the programs.
+//
 // WorkbookScratch (label "maintainers", minutes): the learner's verbs end to end in a scratch git
 // clone (one per process: ctest runs the tests in two halves side by side), configured in Release
 // and building only what each verb needs. Each test starts from the pristine copy (so they pass in
