@@ -2,8 +2,10 @@
 // .npy input.
 #include <cairo.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 #include <xtensor/xnpy.hpp>
@@ -524,6 +527,113 @@ TEST(ChildProcess, StopsAChildThatRunsPastItsTimeLimit) {
   EXPECT_FALSE(run.status.ok());
   EXPECT_EQ(run.output, "started\n");
   EXPECT_LT(took, std::chrono::seconds(20));
+}
+
+TEST(ChildProcess, TheTimeLimitHoldsAfterTheChildClosesItsOutput) {
+  workbench::CaptureOptions options;
+  options.time_limit = std::chrono::seconds(1);
+  const auto start = std::chrono::steady_clock::now();
+  const auto run = workbench::run_captured("sh", {"-c", "exec 1>&- 2>&-; sleep 30"}, options);
+  EXPECT_TRUE(run.status.timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(ChildProcess, WhatAChildLeavesRunningIsKilledWhenItEnds) {
+  // The background sleep holds the output open: waiting for end-of-file would take 30 s.
+  const auto start = std::chrono::steady_clock::now();
+  const auto run = workbench::run_captured("sh", {"-c", "sleep 30 & echo done"});
+  EXPECT_TRUE(run.status.ok()) << run.status.describe();
+  EXPECT_EQ(run.output, "done\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(ChildProcess, EndlessOutputKeepsItsHeadAndTailAndSaysHowMuchWasDropped) {
+  std::size_t lines = 0;
+  workbench::CaptureOptions options;
+  options.on_line = [&](const std::string& line) { lines += line == "y" ? 1 : 1000000000; };
+  const auto run = workbench::run_captured("sh", {"-c", "yes | head -c 20000000"}, options);
+  EXPECT_TRUE(run.status.ok()) << run.status.describe();
+  EXPECT_EQ(lines, 10000000u);  // on_line sees every line
+  const std::string dropped =
+      "\n… " + std::to_string(20000000 - 2 * (1 << 20)) + " bytes dropped …\n";
+  ASSERT_EQ(run.output.size(), 2u * (1 << 20) + dropped.size());
+  EXPECT_EQ(run.output.substr(1 << 20, dropped.size()), dropped);
+  EXPECT_EQ(run.output.substr(0, 4), "y\ny\n");
+  EXPECT_EQ(run.output.substr(run.output.size() - 4), "y\ny\n");
+}
+
+TEST(ChildProcess, ALongLineIsCutBeforeItIsHandedOn) {
+  std::vector<std::string> lines;
+  workbench::CaptureOptions options;
+  options.on_line = [&](const std::string& line) { lines.push_back(line); };
+  const auto run = workbench::run_captured(
+      "sh", {"-c", "head -c 200000 /dev/zero | tr '\\000' x; echo; echo after"}, options);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], std::string(64 << 10, 'x') + " … (" + std::to_string(200000 - (64 << 10)) +
+                          " bytes cut)");
+  EXPECT_EQ(lines[1], "after");
+}
+
+// Whether `pid` is running: not gone, and not a zombie waiting for its parent.
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+TEST(ChildProcess, ASignalThatEndsTheParentKillsItsChildsProcessGroup) {
+  int ids[2];
+  ASSERT_EQ(pipe(ids), 0);
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {  // a workbook that runs a learner's endless test
+    close(ids[0]);
+    workbench::kill_children_on_signals();
+    workbench::CaptureOptions options;
+    options.time_limit = std::chrono::seconds(120);
+    options.on_line = [&](const std::string& line) {
+      const std::string text = line + "\n";
+      (void)!write(ids[1], text.data(), text.size());
+    };
+    workbench::run_captured("sh", {"-c", "sleep 300 & echo $!; wait"}, options);
+    _exit(0);
+  }
+  close(ids[1]);
+  std::string sleeper;
+  char c = 0;
+  while (read(ids[0], &c, 1) == 1 && c != '\n') sleeper += c;
+  close(ids[0]);
+  ASSERT_FALSE(sleeper.empty());
+  const pid_t sleep_pid = std::stoi(sleeper);
+  EXPECT_TRUE(running(sleep_pid));
+  kill(parent, SIGINT);
+  int status = 0;
+  waitpid(parent, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (running(sleep_pid) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(running(sleep_pid));
+  if (running(sleep_pid)) kill(sleep_pid, SIGKILL);
+}
+
+TEST(ChildProcess, AfterStopChildrenNoChildStarts) {
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    workbench::stop_children();
+    try {
+      workbench::run_captured("true", {});
+    } catch (const std::runtime_error&) {
+      _exit(0);
+    }
+    _exit(1);
+  }
+  int status = 0;
+  waitpid(parent, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST(ChildProcess, AProgramThatCannotStartThrowsNamingIt) {

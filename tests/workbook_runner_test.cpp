@@ -7,6 +7,10 @@
 // same label, seconds): each lab's reference verify program records an output of every block, for
 // `workbook diff`.
 //
+// StandInPrograms (label "reference", seconds): how the verbs treat the learner programs they run
+// (a crash, a loop past the time limit, a sanitizer's stop, Ctrl-C) and the build folder's lock,
+// with a stand-in cmake and shell scripts for the programs.
+//
 // WorkbookScratch (label "maintainers", minutes): the learner's verbs end to end in a scratch git
 // clone (one per process: ctest runs the tests in two halves side by side), configured in Release
 // and building only what each verb needs. Each test starts from the pristine copy (so they pass in
@@ -16,6 +20,7 @@
 // and dev-check, intact and with each defect it lists. MINIMODEL_KEEP_SCRATCH=1 keeps the copy.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -503,6 +508,200 @@ TEST_F(GradeWithoutABuild, JsonStillGivesADocumentThatNamesTheProblem) {
   ASSERT_EQ(report["labs"].size(), workbook::load_registry(repo_).size());
   EXPECT_EQ(report["labs"][0]["status"], "build error");
   EXPECT_EQ(report["score"], 0.0);
+}
+
+// ---- The verbs around the learner's programs, with stand-ins
+// -------------------------------------
+//
+// A build folder whose "cmake" (first on PATH) builds nothing and succeeds, and whose learner
+// programs are shell scripts that crash, loop or write a report: how the verbs treat the programs
+// they run, in seconds and without compiling anything.
+class StandInPrograms : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "workbook_stand_ins_XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    fs::create_directories(root_ / "build" / "bin");
+    fs::create_directories(root_ / "tools");
+    write(root_ / "build" / "CMakeCache.txt", "");
+    program(root_ / "tools" / "cmake", "exit 0");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static void program(const fs::path& path, const std::string& body) {
+    write(path, "#!/bin/sh\n" + body + "\n");
+    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add);
+  }
+  void learner_program(const std::string& name, const std::string& body) const {
+    program(root_ / "build" / "bin" / name, body);
+  }
+  // `workbook <args>` with the stand-in cmake, its output (stdout and stderr) also in `log`.
+  std::string command(const std::string& args, const std::string& environment = "") const {
+    return "env PATH=" + (root_ / "tools").string() + ":$PATH " + environment + " " +
+           std::string(MINIMODEL_BIN_DIR) + "/workbook --repo " + MINIMODEL_SOURCE_DIR +
+           " --build-dir " + (root_ / "build").string() + " " + args;
+  }
+  Outcome workbook(const std::string& args, const std::string& environment = "") const {
+    return sh(command(args, environment));
+  }
+  // Waits up to `seconds` for `file` to contain `text`.
+  static bool wait_for(const fs::path& file, const std::string& text, int seconds = 30) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (read(file).find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+  // Whether `pid` runs: it exists and is no zombie.
+  static bool running(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text;
+    if (!std::getline(stat, text)) return false;
+    const auto close = text.rfind(')');
+    return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+  }
+  // Starts `workbook <args>` in the background, its output in `log`.
+  pid_t start(const std::string& args, const fs::path& log) const {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const std::string line = "exec " + command(args) + " >" + log.string() + " 2>&1";
+      execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(StandInPrograms, CheckOfABlockReportsACrashNotThatNoTestMatches) {
+  for (const char* end : {"kill -SEGV $$", "exit 0", "kill -ABRT $$"}) {
+    learner_program("test-lab00-learner",
+                    std::string("echo '[ RUN      ] Softmax.EveryRowSumsToOne'\n") + end);
+    const Outcome check = workbook("check 00 --block A");
+    EXPECT_EQ(check.status, 4) << end << "\n" << check.out;
+    EXPECT_EQ(check.out.find("no test of lab 00 matches"), std::string::npos) << check.out;
+    EXPECT_NE(check.out.find("in Softmax.EveryRowSumsToOne"), std::string::npos) << check.out;
+  }
+}
+
+TEST_F(StandInPrograms, TestsThatLoopAreStoppedAtTheirTimeLimitAsACrash) {
+  learner_program("test-lab00-learner", "exec 1>&- 2>&-; exec sleep 60");
+  const auto started = std::chrono::steady_clock::now();
+  const Outcome check = workbook("check 00", "WORKBOOK_TIME_LIMIT=1");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+  EXPECT_EQ(check.status, 4) << check.out;
+  EXPECT_NE(check.out.find("ran past the 1 s limit"), std::string::npos) << check.out;
+}
+
+TEST_F(StandInPrograms, VerifyStopsALearnerProgramAtItsTimeLimit) {
+  learner_program("verify-lab00-learner", "echo started; exec sleep 60");
+  const auto started = std::chrono::steady_clock::now();
+  const Outcome verify = workbook("verify 00", "WORKBOOK_TIME_LIMIT=1");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+  EXPECT_EQ(verify.status, 4) << verify.out;
+  EXPECT_NE(verify.out.find("was stopped after 1 s, its time limit"), std::string::npos)
+      << verify.out;
+}
+
+TEST_F(StandInPrograms, ASanitizersStopIsACrashNotATodoStub) {
+  learner_program("verify-lab00-learner",
+                  "echo 'SUMMARY: AddressSanitizer: heap-buffer-overflow x.cpp:3 in f'\n"
+                  "exit ${ASAN_OPTIONS##*exitcode=}");  // as a sanitizer exits with exitcode=…
+  const Outcome verify = workbook("verify 00");
+  EXPECT_EQ(verify.status, 4) << verify.out;
+  EXPECT_NE(verify.out.find("was stopped by a sanitizer"), std::string::npos) << verify.out;
+}
+
+TEST_F(StandInPrograms, ACrashingLearnerEngineIsACrashNotBadInput) {
+  const std::string options =
+      "--impl learner --x x.npy --wq w.npy --wk w.npy --wv w.npy --wo w.npy --heads 1 --out y.npy";
+  learner_program("attend-learner", "kill -SEGV $$");
+  const Outcome crashed = workbook("attend " + options);
+  EXPECT_EQ(crashed.status, 4) << crashed.out;
+  EXPECT_NE(crashed.out.find("crashed with signal 11"), std::string::npos) << crashed.out;
+  learner_program("attend-learner", "exit ${UBSAN_OPTIONS##*exitcode=}");
+  const Outcome sanitized = workbook("attend " + options);
+  EXPECT_EQ(sanitized.status, 4) << sanitized.out;
+  EXPECT_NE(sanitized.out.find("a sanitizer stopped"), std::string::npos) << sanitized.out;
+  learner_program("attend-learner", "exit 2");  // the engine's own bad-input status is kept
+  EXPECT_EQ(workbook("attend " + options).status, 2);
+}
+
+TEST_F(StandInPrograms, ASecondCommandOnTheBuildFolderWaitsForTheFirstAndSaysSo) {
+  // A test program that writes a passing report where it is told to.
+  learner_program("test-lab00-learner",
+                  "report=${1#--gtest_output=json:}\n"
+                  "echo '{\"testsuites\": [{\"name\": \"Softmax\", \"testsuite\": [{\"name\": "
+                  "\"EveryRowSumsToOne\", \"status\": \"RUN\", \"result\": \"COMPLETED\"}]}]}' "
+                  "> \"$report\"");
+  const fs::path lock_file = root_ / "build" / "workbook.lock";
+  const int fd = open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  const std::string pid = std::to_string(getpid());
+  ASSERT_EQ(::write(fd, pid.data(), pid.size()), static_cast<ssize_t>(pid.size()));
+  const fs::path log = root_ / "check.txt";
+  const pid_t second = start("check 00 --block A", log);
+  EXPECT_TRUE(wait_for(log, "waiting for another workbook command on ")) << read(log);
+  EXPECT_NE(read(log).find("(pid " + pid + ")"), std::string::npos) << read(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(read(log).find("tests of Block A pass"), std::string::npos) << read(log);
+  close(fd);  // the first command ends
+  int status = 0;
+  waitpid(second, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read(log);
+  EXPECT_NE(read(log).find("tests of Block A pass"), std::string::npos) << read(log);
+  // Each run's report has a name of its own, and none is left behind.
+  for (const auto& entry : fs::directory_iterator(root_ / "build" / "workbook"))
+    EXPECT_NE(entry.path().extension(), ".json") << entry.path();
+}
+
+TEST_F(StandInPrograms, CtrlCStopsWatchAndItsTestsAtOnce) {
+  const fs::path test_pid = root_ / "test.pid";
+  learner_program("test-lab00-learner", "echo $$ > " + test_pid.string() + "; exec sleep 300");
+  const fs::path log = root_ / "watch.txt";
+  const pid_t watch = start("watch --poll", log);
+  ASSERT_TRUE(wait_for(test_pid, "\n")) << read(log);
+  const pid_t test = std::stoi(read(test_pid));
+  EXPECT_TRUE(running(test));
+  const auto interrupted = std::chrono::steady_clock::now();
+  kill(watch, SIGINT);
+  int status = 0;
+  for (int i = 0; i < 100 && waitpid(watch, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_LT(std::chrono::steady_clock::now() - interrupted, std::chrono::seconds(5)) << read(log);
+  if (waitpid(watch, &status, WNOHANG) == 0) {  // still running: a second Ctrl-C must end it
+    kill(watch, SIGINT);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    EXPECT_NE(waitpid(watch, &status, WNOHANG), 0) << "a second Ctrl-C did not end watch";
+    kill(watch, SIGKILL);
+    waitpid(watch, &status, 0);
+  } else {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read(log);
+    EXPECT_NE(read(log).find("watch stopped"), std::string::npos) << read(log);
+  }
+  for (int i = 0; i < 50 && running(test); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(running(test));
+  if (running(test)) kill(test, SIGKILL);
+}
+
+TEST_F(StandInPrograms, CtrlCOnCheckKillsTheTestsItRuns) {
+  const fs::path test_pid = root_ / "test.pid";
+  learner_program("test-lab00-learner", "echo $$ > " + test_pid.string() + "; exec sleep 300");
+  const pid_t check = start("check 00", root_ / "check.txt");
+  ASSERT_TRUE(wait_for(test_pid, "\n"));
+  const pid_t test = std::stoi(read(test_pid));
+  kill(check, SIGINT);
+  int status = 0;
+  waitpid(check, &status, 0);
+  for (int i = 0; i < 50 && running(test); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(running(test));
+  if (running(test)) kill(test, SIGKILL);
 }
 
 // ---- The verbs, in a scratch copy

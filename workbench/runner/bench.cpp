@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -149,6 +150,9 @@ void print_table(const Context& ctx, const std::vector<Timing>& rows,
 
 }  // namespace
 
+// The full suite takes minutes on 2 cores; a learner's layer stuck in a loop stops here.
+constexpr std::chrono::minutes kBenchTimeLimit{30};
+
 int bench(const Context& ctx, const BenchOptions& options) {
   const int threads = options.threads > 0
                           ? options.threads
@@ -192,6 +196,7 @@ int bench(const Context& ctx, const BenchOptions& options) {
     // Progress on stderr, one line per finished benchmark, so that stdout stays the result: the
     // engine's console rows, but not the mean, stddev and cv beside each median.
     workbench::CaptureOptions progress;
+    progress.time_limit = time_limit(kBenchTimeLimit);
     progress.on_line = [&](const std::string& line) {
       const bool row = line.rfind("sgemm/", 0) == 0 || line.rfind("lab", 0) == 0;
       const std::string name = line.substr(0, line.find(' '));
@@ -206,7 +211,8 @@ int bench(const Context& ctx, const BenchOptions& options) {
     const workbench::CapturedRun run =
         workbench::run_captured(ctx.ws.bin(engine).string(), args, progress);
     if (!run.status.ok() || !std::filesystem::exists(report))
-      throw EnvironmentError(engine + " failed (" + run.status.describe() + "):\n" + run.output);
+      throw EnvironmentError(engine + " failed (" + how_it_ended(run.status, progress.time_limit) +
+                             "):\n" + run.output);
     const nlohmann::json parsed = nlohmann::json::parse(workbench::read_file(report));
     std::filesystem::remove(report);
     const nlohmann::json& context = parsed.at("context");

@@ -27,6 +27,13 @@ std::string gtest_filter(const Lab& lab, const CheckOnly& only) {
   throw UsageError("lab " + lab.number + " has no Block " + only.block + "; its blocks are " + ids);
 }
 
+// print_check's status, or kCrashed where the tests crashed or ran past their time limit.
+int exit_status(const LabResult& result, int printed) {
+  return printed != kSuccess && result.status != LabStatus::build_error && !result.problem.empty()
+             ? kCrashed
+             : printed;
+}
+
 }  // namespace
 
 int check_lab(const Context& ctx, const std::optional<std::string>& number, const CheckOnly& only) {
@@ -34,7 +41,10 @@ int check_lab(const Context& ctx, const std::optional<std::string>& number, cons
     const Lab& lab = ctx.require_lab(*number);
     const std::string filter = gtest_filter(lab, only);
     const LabResult result = run_learner_tests(ctx.ws, ctx.labs, lab, filter);
-    if (!filter.empty() && result.status != LabStatus::build_error && result.total == 0)
+    // No test ran because the program crashed, stopped or ran out of time: say that, not that no
+    // test matches.
+    if (!filter.empty() && result.status != LabStatus::build_error && result.total == 0 &&
+        result.problem.empty())
       throw UsageError("no test of lab " + lab.number + " matches " +
                        (only.test.empty() ? "Block " + only.block : only.test));
     const std::string part =
@@ -45,7 +55,7 @@ int check_lab(const Context& ctx, const std::optional<std::string>& number, cons
                 << "\nnext: workbook check " << lab.number << "   (every block)\n";
       return kSuccess;
     }
-    return print_check(ctx, lab, result);
+    return exit_status(result, print_check(ctx, lab, result));
   }
   if (!only.block.empty() || !only.test.empty())
     throw UsageError("--block and --test need a lab number: workbook check NN --block X");
@@ -56,7 +66,7 @@ int check_lab(const Context& ctx, const std::optional<std::string>& number, cons
               << ")\n";
     return kSuccess;
   }
-  return print_check(ctx, *lab, result);
+  return exit_status(result, print_check(ctx, *lab, result));
 }
 
 }  // namespace workbook

@@ -2,6 +2,7 @@
 // compare the outputs they record (run.record in verify/labNN_verify.cpp), within the tolerance
 // of the lab's tests; each output's row names the block whose code produced it.
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,6 +30,9 @@ std::string shape_text(const nlohmann::json& shape) {
 
 }  // namespace
 
+// Each verify program's run, as verify's: generous, since only an endless loop should reach it.
+constexpr std::chrono::minutes kDiffTimeLimit{10};
+
 int diff_lab(const Context& ctx, const std::string& number) {
   using workbench::scientific;
   const Lab& lab = ctx.require_lab(number);
@@ -41,10 +45,13 @@ int diff_lab(const Context& ctx, const std::string& number) {
   }
   const fs::path work = ctx.ws.build / "workbook" / ("diff-lab" + lab.number);  // ours to replace
   fs::remove_all(work);
+  workbench::CaptureOptions limited;
+  limited.time_limit = time_limit(kDiffTimeLimit);
   auto run = [&](const std::string& program, const std::string& impl) {
     return workbench::run_captured(
         ctx.ws.bin(program).string(),
-        {"--out", (work / impl / "out").string(), "--dump", (work / impl / "dump").string()});
+        {"--out", (work / impl / "out").string(), "--dump", (work / impl / "dump").string()},
+        limited);
   };
   const workbench::CapturedRun ref_run = run(reference, "reference");
   const workbench::CapturedRun learner_run = run(learner, "learner");
@@ -56,9 +63,9 @@ int diff_lab(const Context& ctx, const std::string& number) {
   const nlohmann::ordered_json ref_outputs = outputs("reference"),
                                learner_outputs = outputs("learner");
   if (!ref_run.status.ok() || ref_outputs.empty())
-    throw EnvironmentError(reference + " failed (" + ref_run.status.describe() +
-                           ") or recorded no outputs; does " + lab.verify +
-                           " call run.record(…)?\n" + ref_run.output);
+    throw EnvironmentError(
+        reference + " failed (" + how_it_ended(ref_run.status, limited.time_limit) +
+        ") or recorded no outputs; does " + lab.verify + " call run.record(…)?\n" + ref_run.output);
 
   // Column widths from what is printed: a lab records a dozen outputs or more, with names such
   // as "attention_backward_dq" and shapes such as "(1, 4, 12, 12)".
@@ -117,8 +124,9 @@ int diff_lab(const Context& ctx, const std::string& number) {
     std::cout << ctx.yellow("not started: Block " + todo->second + " of " +
                             (at ? at->text : "lab " + todo->first))
               << " (your verify program stopped there)\n";
-  } else if (!learner_run.status.exited) {
-    std::cout << ctx.red(learner + " crashed with " + learner_run.status.describe()) << '\n';
+  } else if (crashed(learner_run.status)) {
+    std::cout << ctx.red(learner + " " + how_it_ended(learner_run.status, limited.time_limit))
+              << '\n';
   }
   const std::size_t total = ref_outputs.size();
   std::cout << within << " of " << total << " outputs within tolerance";
@@ -126,6 +134,7 @@ int diff_lab(const Context& ctx, const std::string& number) {
   std::cout << '\n';
   if (!first_beyond.empty())
     std::cout << "the first output beyond tolerance is " << first_beyond << ": start there\n";
+  if (crashed(learner_run.status)) return kCrashed;
   return within == total ? kSuccess : kNotDone;
 }
 

@@ -1,6 +1,9 @@
 #include "runner/learner_tests.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -198,11 +201,22 @@ LabResult run_built_tests(const Workspace& ws, const Lab& lab, const std::string
                           const std::string& gtest_filter, bool fail_fast) {
   LabResult result;
   result.build.ok = true;
-  const fs::path report = ws.build / "workbook" / (target + ".json");
+  // One report per run: two commands on one build folder may run the same tests (BuildLock keeps
+  // them apart, but a report must never be read by the wrong run).
+  const fs::path report =
+      ws.build / "workbook" / (target + "." + std::to_string(getpid()) + ".json");
   fs::create_directories(report.parent_path());
   fs::remove(report);
+  struct RemovedAfterReading {
+    const fs::path& path;
+    ~RemovedAfterReading() {
+      std::error_code ignored;
+      fs::remove(path, ignored);
+    }
+  } removed{report};
   workbench::CaptureOptions options;
-  options.time_limit = kTestTimeLimit;
+  const std::chrono::seconds limit = time_limit(kTestTimeLimit);
+  options.time_limit = limit;
   std::vector<std::string> args = {"--gtest_output=json:" + report.string()};
   if (!gtest_filter.empty()) args.push_back("--gtest_filter=" + gtest_filter);
   if (fail_fast) args.push_back("--gtest_fail_fast");
@@ -214,11 +228,11 @@ LabResult run_built_tests(const Workspace& ws, const Lab& lab, const std::string
     last = (*it)[1];
   if (run.status.timed_out)
     result.problem = "lab " + lab.number + "'s tests ran past the " +
-                     std::to_string(kTestTimeLimit.count()) + " s limit and were stopped" +
+                     std::to_string(limit.count()) + " s limit and were stopped" +
                      (last.empty() ? "" : ", in " + last) + ": is there an endless loop?";
-  else if (!run.status.exited)
+  else if (crashed(run.status))
     result.problem =
-        target + " crashed with " + run.status.describe() + (last.empty() ? "" : " in " + last);
+        target + " " + how_it_ended(run.status, limit) + (last.empty() ? "" : " in " + last);
   if (!fs::exists(report)) {
     result.status = LabStatus::in_progress;
     if (result.problem.empty())

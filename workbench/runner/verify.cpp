@@ -1,4 +1,5 @@
 // `workbook verify NN [--impl reference]`: build and run a lab's verify program.
+#include <chrono>
 #include <iostream>
 
 #include "runner/report.hpp"
@@ -6,6 +7,13 @@
 #include "util/process.hpp"
 
 namespace workbook {
+namespace {
+
+// Lab 10's verify program trains for about 35 s in Release and several times that in the debug
+// build: generous, since only an endless loop should reach it.
+constexpr std::chrono::minutes kVerifyTimeLimit{10};
+
+}  // namespace
 
 int verify_lab(const Context& ctx, const std::string& number, const std::string& impl) {
   const Lab& lab = ctx.require_lab(number);
@@ -19,11 +27,15 @@ int verify_lab(const Context& ctx, const std::string& number, const std::string&
   // TODO stub's message) comes to stdout too, so that the next step can name the block.
   workbench::CaptureOptions echo;
   echo.on_line = [](const std::string& line) { std::cout << line << '\n' << std::flush; };
+  echo.time_limit = time_limit(kVerifyTimeLimit);
   const workbench::CapturedRun run = workbench::run_captured(ctx.ws.bin(target).string(), {}, echo);
   const workbench::ProcessStatus& status = run.status;
-  if (!status.exited) {
-    std::cout << ctx.red(target + " crashed with " + status.describe()) << '\n';
-    return kNotDone;
+  if (crashed(status)) {
+    std::cout << ctx.red(target + " " + how_it_ended(status, echo.time_limit)) << '\n';
+    if (status.timed_out)
+      std::cout << "is there an endless loop? (lab 10's training takes about a minute in "
+                   "Release, longer in the debug build)\n";
+    return impl == "learner" ? kCrashed : kEnvironment;
   }
   if (const auto todo = todo_in(run.output); todo && status.code == 1 && impl == "learner") {
     const Lab* at = find_lab(ctx.labs, todo->first);

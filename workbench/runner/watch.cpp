@@ -18,14 +18,20 @@
 
 #include "runner/report.hpp"
 #include "runner/verbs.hpp"
+#include "util/process.hpp"
 
 namespace fs = std::filesystem;
 
 namespace workbook {
 namespace {
 
+// The first Ctrl-C stops the check that is running (its child processes are killed, and no other
+// starts) and ends the watch; the handler is then reset, so a second Ctrl-C ends it at once.
 volatile std::sig_atomic_t stop_requested = 0;
-void request_stop(int) { stop_requested = 1; }
+void request_stop(int) {
+  stop_requested = 1;
+  workbench::stop_children();
+}
 
 std::string clock_time() {
   const std::time_t now = std::time(nullptr);
@@ -75,6 +81,7 @@ int watch(const Context& ctx, bool force_polling) {
 
   struct sigaction action {};
   action.sa_handler = request_stop;  // no SA_RESTART: a blocking wait returns at once
+  action.sa_flags = SA_RESETHAND;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
@@ -91,8 +98,12 @@ int watch(const Context& ctx, bool force_polling) {
     if (ctx.terminal) std::cout << "\033[2J\033[H";  // clear the screen
     std::cout << "== workbook watch, " << clock_time() << ": " << why << '\n' << std::flush;
     try {
-      const std::vector<LabResult> results = run_all(ctx.ws, ctx.labs);
-      std::size_t current = 0;  // the first lab that is not done
+      const std::vector<LabResult> results = [&] {
+        const BuildLock lock(ctx.ws);
+        return run_all(ctx.ws, ctx.labs);
+      }();
+      if (stop_requested) return;  // its results are those of killed programs
+      std::size_t current = 0;     // the first lab that is not done
       while (current < results.size() && results[current].status == LabStatus::done) ++current;
       for (std::size_t i = 0; i < ctx.labs.size(); ++i) {
         const Lab& lab = ctx.labs[i];
@@ -115,6 +126,7 @@ int watch(const Context& ctx, bool force_polling) {
         std::cout << ctx.green("every lab is done") << '\n';
       }
     } catch (const std::exception& e) {
+      if (stop_requested) return;
       std::cout << ctx.red(e.what()) << '\n';
     }
     std::cout << "watching " << files.size() << " learner files "

@@ -25,11 +25,13 @@ using workbook::kUsage;
 // which a learner never changes and every build preset builds, only when it is missing: a no-op
 // build costs half a second, and the tests run the reference's engines dozens of times. Its path,
 // or nullopt after one message.
+// While it builds and the engine runs, `lock` holds the build folder.
 std::optional<std::filesystem::path> built_engine(const workbook::Context& ctx,
-                                                  const std::string& verb,
-                                                  const std::string& impl) {
+                                                  const std::string& verb, const std::string& impl,
+                                                  std::optional<workbook::BuildLock>& lock) {
   const std::string engine = verb + "-" + impl;
   if (impl == "reference" && std::filesystem::exists(ctx.ws.bin(engine))) return ctx.ws.bin(engine);
+  lock.emplace(ctx.ws);
   const workbook::BuildResult build = workbook::build_targets(ctx.ws, {engine});
   if (build.ok) return ctx.ws.bin(engine);
   std::cerr << "workbook " << verb << ": " << engine << " does not build: " << build.first_error
@@ -37,34 +39,60 @@ std::optional<std::filesystem::path> built_engine(const workbook::Context& ctx,
   return std::nullopt;
 }
 
+// A crash of the learner's engine is their code's (4); of the reference's, the tools' (3).
+int crash_status(const std::string& impl) {
+  return impl == "learner" ? workbook::kCrashed : kEnvironment;
+}
+
+// An engine's own exit status (0, 1 for a TODO stub, 2 for bad input), except a sanitizer's stop.
+int engine_status(const std::string& impl, const workbench::ProcessStatus& status) {
+  if (status.code != workbook::kSanitizerExit) return status.code;
+  std::cerr << "a sanitizer stopped the " << impl << " implementation (its report is above)\n";
+  return crash_status(impl);
+}
+
+// Every child the verbs start dies with this command (Ctrl-C, SIGTERM, a closed terminal), and a
+// sanitizer that stops one exits kSanitizerExit, not 1, which means a TODO stub. A learner's own
+// *SAN_OPTIONS come after, so that theirs win.
+void prepare_children() {
+  workbench::kill_children_on_signals();
+  const std::string exit_code = "exitcode=" + std::to_string(workbook::kSanitizerExit);
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+    const char* own = std::getenv(name);
+    setenv(name, (own && *own ? exit_code + ":" + own : exit_code).c_str(), 1);
+  }
+}
+
 // attend: build attend-<impl> in the build folder, then run it with the same options.
 int attend(const workbook::Context& ctx, const std::string& impl,
            const workbench::AttendOptions& options) {
-  const auto engine = built_engine(ctx, "attend", impl);
+  std::optional<workbook::BuildLock> lock;
+  const auto engine = built_engine(ctx, "attend", impl, lock);
   if (!engine) return workbook::kNotDone;
   const workbench::ProcessStatus status =
       workbench::run_process(*engine, workbench::attend_arguments(options));
   if (!status.exited) {
     std::cerr << "workbook attend: the " << impl << " implementation crashed with "
               << status.describe() << "; nothing was written\n";
-    return kUsage;
+    return crash_status(impl);
   }
-  return status.code;
+  return engine_status(impl, status);
 }
 
 // generate: build generate-<impl>, then run it with the same options, as attend does.
 int generate(const workbook::Context& ctx, const std::string& impl,
              const workbench::GenerateOptions& options) {
-  const auto engine = built_engine(ctx, "generate", impl);
+  std::optional<workbook::BuildLock> lock;
+  const auto engine = built_engine(ctx, "generate", impl, lock);
   if (!engine) return workbook::kNotDone;
   const workbench::ProcessStatus status =
       workbench::run_process(*engine, workbench::generate_arguments(options));
   if (!status.exited) {
     std::cerr << "workbook generate: the " << impl << " implementation crashed with "
               << status.describe() << '\n';
-    return kUsage;
+    return crash_status(impl);
   }
-  return status.code;
+  return engine_status(impl, status);
 }
 
 // The repository (compiled in, or --repo) and the build folder (the parent of this program's bin/,
@@ -92,7 +120,11 @@ int main(int argc, char** argv) {
       "code.\n"
       "Exit status: 0 success; 1 a check or test failed, or the lab is not done; 2 bad usage (an\n"
       "unknown lab or option, a missing confirmation); 3 a broken environment (no cmake, ctest or\n"
-      "git on PATH, an unconfigured build folder, an unreadable labs/labs.json)."};
+      "git on PATH, an unconfigured build folder, an unreadable labs/labs.json); 4 your code\n"
+      "crashed, was stopped by a sanitizer, or ran past its time limit (tests 2 min, verify and\n"
+      "diff 10 min, bench 30 min; WORKBOOK_TIME_LIMIT=seconds overrides them).\n"
+      "One command at a time builds in a build folder: a second one waits for the first\n"
+      "(BUILD/workbook.lock). Ctrl-C stops every program a command started."};
   app.require_subcommand(0, 1);
   std::string repo, build;
   app.add_option("--repo", repo, "The repository (default: the one this program was built from)");
@@ -110,7 +142,8 @@ int main(int argc, char** argv) {
       "Run multi-head attention on .npy files: Y = MHA(X) with the given weights. Builds "
       "attend-<impl> first, so it runs your latest code.\n"
       "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not "
-      "compile; 2 bad input, in which case nothing is written.");
+      "compile; 2 bad input, in which case nothing is written; 3 the reference crashed; 4 the "
+      "learner implementation crashed or a sanitizer stopped it.");
   attend_cmd
       ->add_option("--impl", impl,
                    "Which implementation runs: the reference solutions/ or your src/")
@@ -129,7 +162,8 @@ int main(int argc, char** argv) {
       "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not "
       "compile; 2 bad input (a "
       "missing or invalid checkpoint, a token outside the vocabulary, a prompt that fills "
-      "max_len).");
+      "max_len); 3 the reference crashed; 4 the learner implementation crashed or a sanitizer "
+      "stopped it.");
   generate_cmd
       ->add_option("--impl", generate_impl,
                    "Which implementation of labs 04 and 08 runs: the reference solutions/ or your "
@@ -287,8 +321,16 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : kUsage;
   }
+  prepare_children();
   try {
     const workbook::Context ctx = make_context(repo, build);
+    // The verbs that build in the build folder and run what they built hold it throughout; watch
+    // for each of its checks, attend and generate only when they build. dev-check does not: the
+    // ctest it runs starts workbook commands on the same build folder.
+    std::optional<workbook::BuildLock> lock;
+    if (!*attend_cmd && !*generate_cmd && !*watch_cmd && !*hint_cmd && !*reset_cmd &&
+        !*dev_check_cmd)
+      lock.emplace(ctx.ws);
     if (*attend_cmd) return attend(ctx, impl, options);
     if (*generate_cmd) return generate(ctx, generate_impl, generate_options);
     const std::optional<std::string> lab_arg =

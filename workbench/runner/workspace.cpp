@@ -1,7 +1,10 @@
 #include "runner/workspace.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -169,6 +172,49 @@ BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& t
   result.ok = run.status.ok();
   if (!result.ok) result.first_error = first_error(run.output, ws);
   return result;
+}
+
+bool crashed(const workbench::ProcessStatus& status) {
+  return !status.exited || status.code == kSanitizerExit;
+}
+
+std::chrono::seconds time_limit(std::chrono::seconds usual) {
+  const char* given = std::getenv("WORKBOOK_TIME_LIMIT");
+  return given && std::atoi(given) > 0 ? std::chrono::seconds(std::atoi(given)) : usual;
+}
+
+std::string how_it_ended(const workbench::ProcessStatus& status, std::chrono::seconds limit) {
+  if (status.timed_out) {
+    const long long n = limit.count() % 60 == 0 ? limit.count() / 60 : limit.count();
+    return "was stopped after " + std::to_string(n) + (limit.count() % 60 == 0 ? " min" : " s") +
+           ", its time limit";
+  }
+  if (status.exited && status.code == kSanitizerExit) return "was stopped by a sanitizer";
+  if (!status.exited) return "crashed with " + status.describe();
+  return "ended with " + status.describe();
+}
+
+BuildLock::BuildLock(const Workspace& ws) {
+  std::error_code error;
+  if (!fs::is_directory(ws.build, error)) return;
+  const fs::path path = ws.build / "workbook.lock";
+  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return;  // a read-only build folder: its verbs will say so
+  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    char holder[32] = {};
+    (void)!pread(fd_, holder, sizeof holder - 1, 0);
+    std::cerr << "workbook: waiting for another workbook command on " << ws.relative(ws.build)
+              << "/ (pid " << workbench::trim(holder) << ")…\n"
+              << std::flush;
+    while (flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) break;
+  }
+  const std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd_, 0) == 0) (void)!pwrite(fd_, pid.data(), pid.size(), 0);
+}
+
+BuildLock::~BuildLock() {
+  if (fd_ >= 0) close(fd_);  // releases the lock
 }
 
 nlohmann::json load_state(const Workspace& ws) {

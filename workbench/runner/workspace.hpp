@@ -1,6 +1,7 @@
 #pragma once
 // Where the workbook command works (the repository and its build folder), how it prints, and how
 // it builds: `cmake --build` as a child process, its progress streamed to stderr.
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/registry.hpp"
+#include "util/process.hpp"
 
 namespace workbook {
 
@@ -19,7 +21,24 @@ enum ExitStatus : int {
   kNotDone = 1,      ///< a check failed, a test failed, the lab is not done
   kUsage = 2,        ///< a bad command line: an unknown lab, a missing confirmation
   kEnvironment = 3,  ///< the environment: no cmake or git, an unconfigured build folder
+  kCrashed = 4,      ///< the learner's code crashed, a sanitizer stopped it, or it ran too long
 };
+
+/// The exit status a sanitizer gives the learner's programs that it stops (workbook sets it in
+/// ASAN_OPTIONS, UBSAN_OPTIONS and LSAN_OPTIONS for its children): not 1, a TODO stub's.
+constexpr int kSanitizerExit = 86;
+
+/// Whether a child that ran the learner's code crashed: killed by a signal (a time-out too), or
+/// stopped by a sanitizer.
+bool crashed(const workbench::ProcessStatus& status);
+
+/// `usual`, unless the environment variable WORKBOOK_TIME_LIMIT gives a number of seconds: the time
+/// a verb lets the learner's code run before stopping it.
+std::chrono::seconds time_limit(std::chrono::seconds usual);
+
+/// "stopped after 10 minutes, its time limit" for a time-out, "crashed with signal 11 (…)",
+/// "was stopped by a sanitizer" or "exit status 2" otherwise.
+std::string how_it_ended(const workbench::ProcessStatus& status, std::chrono::seconds limit);
 
 /// A bad command line (exit status 2).
 struct UsageError : std::runtime_error {
@@ -38,6 +57,21 @@ struct Workspace {
   /// Relative to the repository when inside it, for short messages.
   std::string relative(const std::filesystem::path& path) const;
   std::filesystem::path bin(const std::string& program) const { return build / "bin" / program; }
+};
+
+/// One command at a time on a build folder: BUILD/workbook.lock, locked with flock(2) for as long
+/// as this object lives, with the holder's pid written in it. A second command waits for it, after
+/// one line on stderr: "workbook: waiting for another workbook command on build/ (pid 123)…".
+/// Without a build folder there is nothing to lock (the verb says what is missing).
+class BuildLock {
+ public:
+  explicit BuildLock(const Workspace& ws);
+  ~BuildLock();
+  BuildLock(const BuildLock&) = delete;
+  BuildLock& operator=(const BuildLock&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 /// The little the verbs remember (hint counters, Break it predictions), in

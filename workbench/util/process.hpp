@@ -1,8 +1,13 @@
 #pragma once
 // The one way the tools run another program: posix_spawn, with the child's output either passed
-// through (run_process) or captured, and optionally streamed line by line and time-limited
-// (run_captured). No shell is involved, so arguments need no quoting.
+// through (run_process) or captured, bounded, and optionally streamed line by line and
+// time-limited (run_captured). No shell is involved, so arguments need no quoting.
+//
+// Every child runs in a process group of its own, which is killed when the child is done with (so
+// nothing it started outlives it), on a time-out, and, once kill_children_on_signals() is called,
+// when this process gets SIGINT, SIGTERM or SIGHUP.
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -40,14 +45,30 @@ struct CaptureOptions {
   /// false: stdout alone is captured, and the child's stderr is this process's (a warning of
   /// git's then never ends up in the content it prints on stdout).
   bool capture_stderr = true;
+  /// CapturedRun::output keeps this many bytes of the start and of the end of the output; what lies
+  /// between is replaced by one line "… N bytes dropped …".
+  std::size_t keep_bytes = std::size_t{1} << 20;
+  /// A line longer than this is cut to this many bytes, then " … (N bytes cut)", before on_line.
+  std::size_t max_line = std::size_t{64} << 10;
 };
 
 /// Runs `program` with `args`, stdin from /dev/null, stdout and stderr captured into one string
-/// (stdout alone without options.capture_stderr), and waits. A `program` without a '/' is searched
-/// on PATH, as a shell would (cmake, ctest, git).
-/// @throws std::runtime_error if it cannot be started.
+/// (stdout alone without options.capture_stderr), and waits, until the time limit if there is one,
+/// even after the child closed its output. A `program` without a '/' is searched on PATH, as a
+/// shell would (cmake, ctest, git).
+/// @throws std::runtime_error if it cannot be started (or a stop was requested, see below).
 CapturedRun run_captured(const std::string& program, const std::vector<std::string>& args,
                          const CaptureOptions& options = {});
+
+/// Installs handlers of SIGINT, SIGTERM and SIGHUP that kill the process group of every running
+/// child, then end this process with the signal, as if there were no handler; and kills them at
+/// exit() too. The workbook command calls it first.
+void kill_children_on_signals();
+
+/// Kills the process group of every running child, and makes every later run_process or
+/// run_captured throw instead of starting one: for a signal handler that stops the program
+/// (async-signal-safe).
+void stop_children();
 
 /// The folder of the running executable (build/bin), where its sibling programs are.
 std::filesystem::path executable_dir();
