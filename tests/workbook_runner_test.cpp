@@ -252,7 +252,8 @@ TEST(OutputScanners, AFailureTextWithAHugeLineIsSummarisedWithinTheCap) {
   for (const std::string& failure :
        {"t.cpp:1\n" + kHugeLine, "t.cpp:1\nExpected: (a) < (b), actual: " + kHugeLine + " vs 1",
         "t.cpp:1\nValue of: ok\n  Actual: false\nExpected: true\n" + kHugeLine,
-        "t.cpp:1\nFailed\nx\nGoogle Test trace:\nt.cpp:2: " + kHugeLine}) {
+        "t.cpp:1\nFailed\nx\nGoogle Test trace:\nt.cpp:2: " + kHugeLine,
+        "unknown file\nC++ exception with description \"" + kHugeLine + "\" thrown"}) {
     const workbook::TestFailure parsed = workbook::parse_failure("Suite.Test", failure);
     EXPECT_LE(parsed.summary.size(), 240u);
     EXPECT_FALSE(parsed.summary.empty());

@@ -141,6 +141,7 @@ TestFailure parse_failure(const std::string& test, const std::string& failure) {
     parsed.summary =
         "threw: " + rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
     parsed.details = {parsed.summary};
+    if (parsed.summary.size() > 240) parsed.summary = parsed.summary.substr(0, 237) + "...";
     return parsed;
   }
   static const std::regex trace_line(R"(^.*?:\d+: (.*)$)");
