@@ -661,7 +661,12 @@ TEST_F(NpyIo, AHeaderFieldOf60000CharactersIsReadNotACrash) {
                                    npy_bytes("{'descr': '" + std::string(60000, 'f') +
                                                  "', 'fortran_order': False, 'shape': (2,), }",
                                              data));
-  EXPECT_THROW(workbench::load_npy_f32(path), workbench::NpyError);
+  try {
+    workbench::load_npy_f32(path);
+    FAIL() << "loaded";
+  } catch (const workbench::NpyError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 200u) << "the dtype is not cut";
+  }
 }
 
 TEST_F(NpyIo, OnlyTheHeadersTopLevelKeysCount) {

@@ -218,7 +218,10 @@ xt::xarray<T> decode_npy(const std::string& bytes, const std::string& name,
   const NpyHeader header = parse_header(bytes, name);
   bool accepted = false;
   for (const char* typestring : typestrings) accepted |= header.descr == typestring;
-  if (!accepted) throw NpyError(name + ": not " + expected + " (dtype " + header.descr + ")");
+  if (!accepted)  // a dtype of 60,000 characters is cut: the message stays one line
+    throw NpyError(name + ": not " + expected + " (dtype " +
+                   (header.descr.size() > 40 ? header.descr.substr(0, 37) + "..." : header.descr) +
+                   ")");
   const std::size_t count = element_count(header, sizeof(T), bytes.size(), name);
   xt::xarray<T> values = xt::xarray<T>::from_shape(header.shape);
   if (count) std::memcpy(values.data(), bytes.data() + header.data_offset, count * sizeof(T));
