@@ -920,6 +920,22 @@ void replace_in(const fs::path& path, const std::string& from, const std::string
   write(path, text.replace(at, from.size(), to));
 }
 
+TEST_F(WorkbookScratch, ATestThatPrintsA40000CharacterLineThenCrashesIsReportedNotACrash) {
+  // The runner's scans of the test's output used std::regex, which recursed per character.
+  const std::string pristine = read(repo_ / stub());
+  replace_in(repo_ / stub(), "#include <cmath>",
+             "#include <cmath>\n#include <cstdio>\n#include <cstdlib>\n#include <string>");
+  replace_in(repo_ / stub(), "  throw Todo(",
+             "  std::puts(std::string(40000, 'x').c_str());\n  std::fflush(stdout);\n"
+             "  std::abort();\n  throw Todo(");
+  const Outcome check = workbook("check 00");
+  write(repo_ / stub(), pristine);
+  // sh reports a command killed by a signal as 128 + the signal (139: workbook segfaulted).
+  EXPECT_TRUE(check.status >= 0 && check.status < 128) << "exit status " << check.status;
+  EXPECT_NE(check.out.find("crashed with signal 6"), std::string::npos)
+      << check.out.substr(0, 2000);
+}
+
 TEST_F(WorkbookScratch, ACompileErrorInLab03LeavesLabs00To02Done) {
   copy_references(repo_, {"scaled_dot_product.cpp", "attention.cpp", "head_permutation_test.cpp",
                           "causal_mask.cpp"});
