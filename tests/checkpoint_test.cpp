@@ -340,4 +340,21 @@ TEST_F(CheckpointTest, MalformedConfigJsonIsNamed) {
   expect_named(other.dump(), ": \"training\" is not an object");
 }
 
+TEST_F(CheckpointTest, AConfigNested500000DeepIsRefusedNotACrash) {
+  save_checkpoint(dir(), small_checkpoint(1));
+  const fs::path config = dir() / "config.json";
+  nlohmann::json good = nlohmann::json::parse(workbench::read_file(config));
+  // In the training record, which load_checkpoint copies: nlohmann's copy recurses per level.
+  good["training"] = {{"deep", "here"}};
+  std::string text = good.dump();
+  text.replace(text.find("\"here\""), 6, std::string(500000, '[') + std::string(500000, ']'));
+  workbench::write_file_atomically(config, text);
+  EXPECT_TRUE(throws_runtime_error([&] { load_checkpoint(dir()); },
+                                   config.string() + " nests arrays and objects more than 64"));
+  // Brackets inside strings are not nesting.
+  good["training"]["note"] = std::string(500000, '[');
+  workbench::write_file_atomically(config, good.dump());
+  EXPECT_NO_THROW(load_checkpoint(dir()));
+}
+
 }  // namespace

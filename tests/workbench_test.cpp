@@ -806,6 +806,53 @@ TEST_F(NpyIo, ReadsAHeaderOf128BytesOrMore) {
   EXPECT_EQ(loaded(1), -2.0f);
 }
 
+TEST_F(NpyIo, AHeaderFieldOf60000CharactersIsReadNotACrash) {
+  // A valid version 1.0 header may run to 65,535 bytes; a regex recursed once per character.
+  const float values[2] = {1.5f, -2.0f};
+  const std::string data(reinterpret_cast<const char*>(values), sizeof values);
+  const fs::path path = dir_ / "wide.npy";
+  workbench::write_file_atomically(
+      path, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2," +
+                          std::string(60000, ' ') + "), }",
+                      data));
+  const auto loaded = workbench::load_npy_f32(path);
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded(1), -2.0f);
+  workbench::write_file_atomically(path,
+                                   npy_bytes("{'descr': '" + std::string(60000, 'f') +
+                                                 "', 'fortran_order': False, 'shape': (2,), }",
+                                             data));
+  try {
+    workbench::load_npy_f32(path);
+    FAIL() << "loaded";
+  } catch (const workbench::NpyError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 200u) << "the dtype is not cut";
+  }
+}
+
+TEST_F(NpyIo, OnlyTheHeadersTopLevelKeysCount) {
+  // 'descr' quoted inside another key's value is not the dtype; a key named twice is refused.
+  const float values[2] = {1.5f, -2.0f};
+  const std::string data(reinterpret_cast<const char*>(values), sizeof values);
+  const fs::path path = dir_ / "quoted.npy";
+  workbench::write_file_atomically(
+      path, npy_bytes("{'note': \"'descr': '<i8', 'shape': (1,)\", 'descr': '<f4', "
+                      "'fortran_order': False, 'shape': (2,), }",
+                      data));
+  const auto loaded = workbench::load_npy_f32(path);
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded(0), 1.5f);
+  workbench::write_file_atomically(
+      path,
+      npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'descr': '<i8'}", data));
+  try {
+    workbench::load_npy_f32(path);
+    FAIL() << "loaded";
+  } catch (const workbench::NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("names 'descr' twice"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(NpyIo, AHeaderLongerThanTheFileIsRejectedAtOnce) {
   std::string bytes = "\x93NUMPY";
   bytes += '\x02';

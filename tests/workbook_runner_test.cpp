@@ -226,6 +226,81 @@ TEST(LearnerTests, ComparisonNearBoolAndThrowFailuresKeepTheirValues) {
   EXPECT_EQ(summary_of("t.cpp:24\nFailed\nTODO: write the test"), "TODO: write the test");
 }
 
+// ---- Scanners of unbounded text: a line of 100,000 characters crashes no scanner ---------------
+// libstdc++'s std::regex recurses once per character, so each of these segfaulted on such a line
+// (issue 26: one long template error, a test printing 40,000 characters before crashing).
+
+const std::string kHugeLine(100000, 'x');
+
+TEST(OutputScanners, FirstErrorFindsAnErrorOnOrAfterAHugeLine) {
+  const workbook::Workspace ws{"/repo", "/repo/build"};
+  // A template error's message of 100,000 characters: the error is found, its message kept.
+  const std::string huge_error =
+      workbook::first_error("/repo/src/a.cpp:12:5: error: " + kHugeLine, ws);
+  EXPECT_EQ(huge_error.rfind("src/a.cpp:12:5: error: xxx", 0), 0u) << huge_error.substr(0, 80);
+  EXPECT_EQ(huge_error.size(), std::string("src/a.cpp:12:5: error: ").size() + kHugeLine.size());
+  // A huge line of chatter, then the error and its source excerpt.
+  EXPECT_EQ(workbook::first_error(kHugeLine +
+                                      "\n/repo/src/b.cpp:3: fatal error: x.hpp: No such file\n"
+                                      "    3 | #include \"x.hpp\"\n      |          ^~~~~~~\n" +
+                                      kHugeLine,
+                                  ws),
+            "src/b.cpp:3: fatal error: x.hpp: No such file\n    3 | #include \"x.hpp\"\n"
+            "      |          ^~~~~~~");
+  EXPECT_EQ(workbook::progress_of(kHugeLine), "");
+  EXPECT_EQ(workbook::progress_of("[ 45%] Building CXX object "
+                                  "tests/CMakeFiles/lab01_test_objects.dir/lab01_test.cpp.o"),
+            "[ 45%] compiling lab01_test.cpp");
+}
+
+TEST(OutputScanners, AFailureTextWithAHugeLineIsSummarisedWithinTheCap) {
+  for (const std::string& failure :
+       {"t.cpp:1\n" + kHugeLine, "t.cpp:1\nExpected: (a) < (b), actual: " + kHugeLine + " vs 1",
+        "t.cpp:1\nValue of: ok\n  Actual: false\nExpected: true\n" + kHugeLine,
+        "t.cpp:1\nFailed\nx\nGoogle Test trace:\nt.cpp:2: " + kHugeLine,
+        "unknown file\nC++ exception with description \"" + kHugeLine + "\" thrown"}) {
+    const workbook::TestFailure parsed = workbook::parse_failure("Suite.Test", failure);
+    EXPECT_LE(parsed.summary.size(), 240u);
+    EXPECT_FALSE(parsed.summary.empty());
+  }
+}
+
+TEST(OutputScanners, ATestsHugeOutputLineHidesNeitherTheTestNorTheSanitizersFinding) {
+  const workbook::Workspace ws{"/repo", "/repo/build"};
+  const std::string output =
+      "[ RUN      ] Softmax.RowsSumToOne\n[       OK ] Softmax.Rows\n"
+      "[ RUN      ] Mask.Causal\n" +
+      kHugeLine + "\n[ RUN      ] " + kHugeLine + "x\n" + kHugeLine +
+      "\n/repo/src/m.cpp:17:9: runtime error: load of null pointer\n" + "SUMMARY: " + kHugeLine +
+      "\n";
+  EXPECT_EQ(workbook::last_test_started(output), kHugeLine + "x");
+  EXPECT_EQ(workbook::last_test_started("[ RUN      ] A.B\n" + kHugeLine), "A.B");
+  EXPECT_EQ(workbook::sanitizer_finding(output, ws), ": load of null pointer at src/m.cpp:17");
+  EXPECT_EQ(workbook::sanitizer_finding(kHugeLine +
+                                            "\nSUMMARY: AddressSanitizer: "
+                                            "heap-buffer-overflow /repo/src/m.cpp:17:3 in f(int)\n",
+                                        ws),
+            ": AddressSanitizer: heap-buffer-overflow at src/m.cpp:17 in f");
+  EXPECT_FALSE(workbook::todo_in(kHugeLine + " TODO(lab 01, Block ) TODO(lab 1"));
+  EXPECT_EQ(workbook::todo_in(kHugeLine + "TODO(lab 03, Block C): write it"),
+            std::make_pair(std::string("03"), std::string("C")));
+}
+
+TEST(OutputScanners, ARegistryNestedDeeperThanTheBoundIsRefusedNotACrash) {
+  const std::string deep = std::string(500000, '[') + std::string(500000, ']');
+  try {
+    workbook::parse_registry("{\"layout\": {}, \"labs\": " + deep + "}");
+    FAIL() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 64 levels deep"), std::string::npos)
+        << e.what();
+  }
+  // The same registry's text, read as load_registry reads it.
+  EXPECT_EQ(
+      workbook::parse_registry(read(fs::path(MINIMODEL_SOURCE_DIR) / "labs" / "labs.json")).size(),
+      real_labs().size());
+}
+
 // ---- What `workbook diff` compares: the outputs each block produces ----------------------------
 // Each lab's reference verify program, run with --dump into a scratch folder, names in
 // outputs.json every output it records (run.record), with the block whose code produced it.
@@ -1103,6 +1178,22 @@ void replace_in(const fs::path& path, const std::string& from, const std::string
   const auto at = text.find(from);
   ASSERT_NE(at, std::string::npos) << from << " is not in " << path;
   write(path, text.replace(at, from.size(), to));
+}
+
+TEST_F(WorkbookScratch, ATestThatPrintsA40000CharacterLineThenCrashesIsReportedNotACrash) {
+  // The runner's scans of the test's output used std::regex, which recursed per character.
+  const std::string pristine = read(repo_ / stub());
+  replace_in(repo_ / stub(), "#include <cmath>",
+             "#include <cmath>\n#include <cstdio>\n#include <cstdlib>\n#include <string>");
+  replace_in(repo_ / stub(), "  throw Todo(",
+             "  std::puts(std::string(40000, 'x').c_str());\n  std::fflush(stdout);\n"
+             "  std::abort();\n  throw Todo(");
+  const Outcome check = workbook("check 00");
+  write(repo_ / stub(), pristine);
+  // sh reports a command killed by a signal as 128 + the signal (139: workbook segfaulted).
+  EXPECT_TRUE(check.status >= 0 && check.status < 128) << "exit status " << check.status;
+  EXPECT_NE(check.out.find("crashed with signal 6"), std::string::npos)
+      << check.out.substr(0, 2000);
 }
 
 TEST_F(WorkbookScratch, ACompileErrorInLab03LeavesLabs00To02Done) {

@@ -12,6 +12,7 @@
 #include "minimodel/shapes.hpp"
 #include "tensors/npy_io.hpp"
 #include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -257,7 +258,12 @@ Checkpoint load_checkpoint(const fs::path& dir) {
                              " is not a checkpoint");
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(read_file(config_file));
+    const std::string text = read_file(config_file);
+    if (workbench::json_too_deep(text))  // nlohmann's copies and comparisons recurse per level
+      throw std::runtime_error(config_file.string() + " nests arrays and objects more than " +
+                               std::to_string(workbench::kMaxJsonDepth) +
+                               " levels deep; it is not a checkpoint's config");
+    json = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(config_file.string() + " is not valid JSON: " + e.what());
   }

@@ -119,7 +119,7 @@ VerifyOutcome run_verify(const Context& ctx, const std::string& target, const fs
   workbench::CaptureOptions options;
   options.time_limit = kTestTimeLimit;
   options.on_line = [&](const std::string& line) {
-    if (!std::regex_search(line, progress_line)) return;
+    if (!workbench::scannable(line) || !std::regex_search(line, progress_line)) return;
     std::cout << (ctx.terminal ? "\r\033[K  " : "  ") << line << (ctx.terminal ? "" : "\n")
               << std::flush;
     shown = true;

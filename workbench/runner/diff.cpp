@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -56,8 +57,10 @@ int diff_lab(const Context& ctx, const std::string& number) {
   const workbench::CapturedRun ref_run = run(reference, "reference");
   const workbench::CapturedRun learner_run = run(learner, "learner");
   auto outputs = [&](const std::string& impl) {
-    const auto json = nlohmann::ordered_json::parse(
-        std::ifstream(work / impl / "dump" / "outputs.json"), nullptr, false);
+    std::ifstream in(work / impl / "dump" / "outputs.json");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (workbench::json_too_deep(text)) return nlohmann::ordered_json::object();  // no outputs
+    const auto json = nlohmann::ordered_json::parse(text, nullptr, false);
     return json.is_object() ? json : nlohmann::ordered_json::object();
   };
   const nlohmann::ordered_json ref_outputs = outputs("reference"),

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <regex>
 
@@ -65,6 +66,7 @@ std::optional<std::string> assertion_summary(const std::vector<std::string>& lin
       R"(^The difference between (.*) and (.*) is (.*), which exceeds (.*), where$)");
   static const std::regex throws(R"(^Expected: (.*) throws an exception of type (.*)\.$)");
   std::smatch m;
+  const bool scannable = workbench::scannable(lines[0]);  // a longer first line is none of these
   if (lines[0] == "Expected equality of these values:") {
     // Two operands, each "  expression" and, unless it is a literal, "    Which is: value".
     std::vector<std::string> operands;
@@ -83,10 +85,10 @@ std::optional<std::string> assertion_summary(const std::vector<std::string>& lin
       for (++next; next < lines.size() && !lines[next].empty(); ++next) {
       }
     }
-  } else if (std::regex_match(lines[0], m, comparison)) {
+  } else if (scannable && std::regex_match(lines[0], m, comparison)) {
     summary =
         "expected " + m[1].str() + " " + m[2].str() + " " + m[3].str() + ", got " + m[4].str();
-  } else if (std::regex_match(lines[0], m, near)) {
+  } else if (scannable && std::regex_match(lines[0], m, near)) {
     summary = "|" + m[1].str() + " - " + m[2].str() + "| = " + m[3].str() + " > " + m[4].str();
     // "a evaluates to 1,", "b evaluates to 1.5, and", "t evaluates to 0.1.": a's and b's values.
     for (const std::string& operand : {m[1].str(), m[2].str()}) {
@@ -109,7 +111,7 @@ std::optional<std::string> assertion_summary(const std::vector<std::string>& lin
              starts_with(lines[2], "Expected: ")) {
     summary = lines[0].substr(10) + " is " + trim(lines[1]).substr(8);
     next = 3;
-  } else if (std::regex_match(lines[0], m, throws) && lines.size() >= 2 &&
+  } else if (scannable && std::regex_match(lines[0], m, throws) && lines.size() >= 2 &&
              starts_with(trim(lines[1]), "Actual: ")) {
     summary = m[1].str() + " should throw " + m[2].str() + ": " + trim(lines[1]).substr(8);
     if (summary.back() == '.') summary.pop_back();
@@ -142,6 +144,7 @@ TestFailure parse_failure(const std::string& test, const std::string& failure) {
     parsed.summary =
         "threw: " + rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
     parsed.details = {parsed.summary};
+    if (parsed.summary.size() > 240) parsed.summary = parsed.summary.substr(0, 237) + "...";
     return parsed;
   }
   static const std::regex trace_line(R"(^.*?:\d+: (.*)$)");
@@ -154,7 +157,7 @@ TestFailure parse_failure(const std::string& test, const std::string& failure) {
       continue;
     }
     std::smatch m;
-    if (in_trace && std::regex_match(line, m, trace_line)) {
+    if (in_trace && workbench::scannable(line) && std::regex_match(line, m, trace_line)) {
       parsed.details.push_back("trace: " + m[1].str());
       continue;
     }
@@ -174,6 +177,34 @@ TestFailure parse_failure(const std::string& test, const std::string& failure) {
                          : parsed.details.front();
   if (parsed.summary.size() > 240) parsed.summary = parsed.summary.substr(0, 237) + "...";
   return parsed;
+}
+
+std::string last_test_started(const std::string& output) {
+  static const std::string kRun = "[ RUN      ] ";
+  std::string last;
+  for (std::size_t at = output.find(kRun); at != std::string::npos;
+       at = output.find(kRun, at + kRun.size())) {
+    const std::size_t start = at + kRun.size();
+    const std::size_t end = output.find_first_of(" \t\r\n\f\v", start);
+    if (end != start) last = output.substr(start, end == std::string::npos ? end : end - start);
+  }
+  return last;
+}
+
+std::string sanitizer_finding(const std::string& output, const Workspace& ws) {
+  static const std::regex sanitizer(
+      R"(SUMMARY: (\w+Sanitizer: \S+) (\S+?:\d+)(:\d+)?( in ([^(]+))?)");
+  static const std::regex runtime_error(R"(^(\S+?:\d+):\d+: runtime error: (.*)$)");
+  const std::vector<std::string> lines = workbench::split_lines(output);
+  std::smatch m;
+  for (const std::string& line : lines)
+    if (workbench::scannable(line) && std::regex_search(line, m, sanitizer))
+      return ": " + m[1].str() + " at " + ws.relative(m[2].str()) +
+             (m[5].matched ? " in " + m[5].str() : "");
+  for (const std::string& line : lines)
+    if (workbench::scannable(line) && std::regex_match(line, m, runtime_error))
+      return ": " + m[2].str() + " at " + ws.relative(m[1].str());
+  return "";
 }
 
 namespace {
@@ -222,10 +253,7 @@ LabResult run_built_tests(const Workspace& ws, const Lab& lab, const std::string
   if (fail_fast) args.push_back("--gtest_fail_fast");
   const workbench::CapturedRun run =
       workbench::run_captured(ws.bin(target).string(), args, options);
-  static const std::regex running(R"(\[ RUN      \] (\S+))");
-  std::string last;  // the test that was running when it stopped
-  for (std::sregex_iterator it(run.output.begin(), run.output.end(), running), end; it != end; ++it)
-    last = (*it)[1];
+  const std::string last = last_test_started(run.output);  // running when it stopped
   if (run.status.timed_out)
     result.problem = "lab " + lab.number + "'s tests ran past the " +
                      std::to_string(limit.count()) + " s limit and were stopped" +
@@ -239,23 +267,15 @@ LabResult run_built_tests(const Workspace& ws, const Lab& lab, const std::string
       result.problem = target + " stopped (" + run.status.describe() + ")" +
                        (last.empty() ? "" : " in " + last) + " and wrote no report";
     // In the debug preset a sanitizer stops the tests: its one-line summary names the line.
-    static const std::regex sanitizer(
-        R"(SUMMARY: (\w+Sanitizer: \S+) (\S+?:\d+)(:\d+)?( in ([^(]+))?)");
-    static const std::regex runtime_error(R"(^(\S+?:\d+):\d+: runtime error: (.*)$)");
-    std::smatch m;
-    if (std::regex_search(run.output, m, sanitizer))
-      result.problem += ": " + m[1].str() + " at " + ws.relative(m[2].str()) +
-                        (m[5].matched ? " in " + m[5].str() : "");
-    else
-      for (const std::string& line : workbench::split_lines(run.output))
-        if (std::regex_match(line, m, runtime_error)) {
-          result.problem += ": " + m[2].str() + " at " + ws.relative(m[1].str());
-          break;
-        }
+    result.problem += sanitizer_finding(run.output, ws);
     return result;
   }
 
-  const nlohmann::json json = nlohmann::json::parse(std::ifstream(report), nullptr, false);
+  std::ifstream in(report);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const nlohmann::json json = workbench::json_too_deep(text)
+                                  ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                  : nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded()) {
     result.status = LabStatus::in_progress;
     result.problem = target + " wrote an unreadable report " + report.string();

@@ -39,6 +39,14 @@ struct LabResult {
 /// parenthesised text of "Actual: false (…)" for our checks; at most 240 characters.
 TestFailure parse_failure(const std::string& test, const std::string& failure);
 
+/// The name after the last "[ RUN      ] " in a test program's output ("Softmax.RowsSumToOne"):
+/// the test that was running when it stopped; "" if none started.
+std::string last_test_started(const std::string& output);
+
+/// What a sanitizer's "SUMMARY: …" line (or else UBSan's first "file:line:col: runtime error: …")
+/// in `output` says, as ": AddressSanitizer: heap-buffer-overflow at src/…:17 in f"; "" if none.
+std::string sanitizer_finding(const std::string& output, const Workspace& ws);
+
 /// Builds lab `lab`'s learner tests and verify program (the target labNN-learner, so that neither
 /// is ever stale), then runs the tests: those `gtest_filter` names, or all, whose result is
 /// remembered (last_results.hpp). `labs` is the registry, for the lab's prerequisites.

@@ -16,6 +16,9 @@ namespace fs = std::filesystem;
 namespace workbook {
 namespace {
 
+const std::string too_deep = "nests arrays and objects more than " +
+                             std::to_string(workbench::kMaxJsonDepth) + " levels deep";
+
 std::string expand(std::string pattern, const Lab& lab) {
   for (const auto& [key, value] :
        {std::pair<std::string, std::string>{"{number}", lab.number}, {"{slug}", lab.slug}})
@@ -29,9 +32,9 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
   lab.number = entry.at("number").get<std::string>();
   lab.slug = entry.at("slug").get<std::string>();
   static const std::regex number("\\d\\d"), slug("[a-z0-9]+(-[a-z0-9]+)*");
-  if (!std::regex_match(lab.number, number))
+  if (!workbench::scannable(lab.number) || !std::regex_match(lab.number, number))
     throw std::runtime_error("lab number \"" + lab.number + "\" is not two digits");
-  if (!std::regex_match(lab.slug, slug))
+  if (!workbench::scannable(lab.slug) || !std::regex_match(lab.slug, slug))
     throw std::runtime_error("lab " + lab.number + ": slug \"" + lab.slug +
                              "\" is not lower-case words joined by '-'");
   lab.title = entry.at("title").get<std::string>();
@@ -72,9 +75,18 @@ std::string Lab::block_for(const std::string& test, const std::string& message) 
 
 std::vector<Lab> load_registry(const fs::path& repo) {
   const fs::path path = repo / "labs" / "labs.json";
+  try {
+    return parse_registry(workbench::read_file(path));
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path.string() + ": " + e.what());
+  }
+}
+
+std::vector<Lab> parse_registry(const std::string& text) {
   std::vector<Lab> labs;
   try {
-    const nlohmann::json registry = nlohmann::json::parse(workbench::read_file(path));
+    if (workbench::json_too_deep(text)) throw std::runtime_error(too_deep);
+    const nlohmann::json registry = nlohmann::json::parse(text);
     const nlohmann::json& layout = registry.at("layout");
     std::set<std::string> numbers;
     for (const auto& entry : registry.at("labs")) {
@@ -88,9 +100,7 @@ std::vector<Lab> load_registry(const fs::path& repo) {
           throw std::runtime_error("lab " + lab.number + ": prerequisite \"" + number +
                                    "\" is not an earlier lab of the registry");
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path.string() + ": " + e.what());
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(path.string() + ": " + e.what());
+    throw std::runtime_error(e.what());
   }
   std::sort(labs.begin(), labs.end(),
             [](const Lab& a, const Lab& b) { return a.number < b.number; });
@@ -102,13 +112,15 @@ std::vector<Mutant> load_mutants(const fs::path& repo, const Lab& lab) {
   if (!fs::exists(path)) return {};
   std::vector<Mutant> mutants;
   try {
-    const nlohmann::json catalogue = nlohmann::json::parse(workbench::read_file(path));
+    const std::string text = workbench::read_file(path);
+    if (workbench::json_too_deep(text)) throw std::runtime_error(too_deep);
+    const nlohmann::json catalogue = nlohmann::json::parse(text);
     static const std::regex name("[a-z0-9]+(-[a-z0-9]+)*");
     std::set<std::string> names;
     for (const auto& entry : catalogue.at("mutants")) {
       Mutant mutant{entry.at("name"),    entry.at("block"), entry.at("bug"),
                     entry.at("replace"), entry.at("with"),  entry.value("equivalent", "")};
-      if (!std::regex_match(mutant.name, name))
+      if (!workbench::scannable(mutant.name) || !std::regex_match(mutant.name, name))
         throw std::runtime_error("mutant \"" + mutant.name +
                                  "\": its name is not lower-case words joined by '-'");
       if (!names.insert(mutant.name).second)
@@ -144,7 +156,8 @@ std::vector<Hint> hints_in(const std::string& lab_text) {
     if (!in_code && workbench::starts_with(line, "### ")) {
       finish();
       std::smatch m;
-      if (in_hints && std::regex_match(line, m, hint_heading)) hint = Hint{m[2].str(), ""};
+      if (in_hints && workbench::scannable(line) && std::regex_match(line, m, hint_heading))
+        hint = Hint{m[2].str(), ""};
       continue;
     }
     if (hint) hint->text += line + "\n";
@@ -178,10 +191,17 @@ std::string lab_range(const std::vector<Lab>& labs) {
 }
 
 std::optional<std::pair<std::string, std::string>> todo_in(const std::string& text) {
-  static const std::regex todo(R"(TODO\(lab (\d\d), Block ([A-Z])\))");
-  std::smatch m;
-  if (!std::regex_search(text, m, todo)) return std::nullopt;
-  return std::make_pair(m[1].str(), m[2].str());
+  // "TODO(lab 01, Block B)", scanned by hand: `text` is a program's whole output.
+  static const std::string kTodo = "TODO(lab ";
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (std::size_t at = text.find(kTodo); at != std::string::npos; at = text.find(kTodo, at + 1)) {
+    const std::string rest = text.substr(at + kTodo.size(), 12);  // "01, Block B)"
+    if (rest.size() == 12 && digit(rest[0]) && digit(rest[1]) &&
+        rest.compare(2, 8, ", Block ") == 0 && rest[10] >= 'A' && rest[10] <= 'Z' &&
+        rest[11] == ')')
+      return std::make_pair(rest.substr(0, 2), rest.substr(10, 1));
+  }
+  return std::nullopt;
 }
 
 }  // namespace workbook

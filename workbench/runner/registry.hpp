@@ -81,6 +81,11 @@ inline bool is_learner_test(const std::string& file) {
 /// labs/labs.json is missing or malformed (a number that is not two digits, a duplicate, …).
 std::vector<Lab> load_registry(const std::filesystem::path& repo);
 
+/// The labs of a registry's text (labs/labs.json's contents), as load_registry reads them.
+/// @throws std::runtime_error naming the field if it is malformed or nests more than
+/// workbench::kMaxJsonDepth levels deep.
+std::vector<Lab> parse_registry(const std::string& text);
+
 /// Lab `lab`'s mutants, in the catalogue's order; none if it has no catalogue yet. @throws
 /// std::runtime_error naming the file and the mutant if the catalogue is malformed.
 std::vector<Mutant> load_mutants(const std::filesystem::path& repo, const Lab& lab);

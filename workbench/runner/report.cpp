@@ -5,6 +5,8 @@
 #include <regex>
 #include <set>
 
+#include "util/text.hpp"
+
 namespace workbook {
 namespace {
 
@@ -77,7 +79,7 @@ const Block* block_named(const Lab& lab, const std::string& id) {
 bool mentions_nan(const TestFailure& f) {
   static const std::regex nan(R"(\b(actual|evaluates to|Which is:|got) -?nan\b)");
   for (const std::string& line : f.details)
-    if (std::regex_search(line, nan)) return true;
+    if (workbench::scannable(line) && std::regex_search(line, nan)) return true;
   return false;
 }
 

@@ -4,6 +4,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -38,19 +40,18 @@ int build_jobs(const Workspace& ws) {
   throw EnvironmentError("CMakePresets.json has no build preset \"default\"");
 }
 
-// "[ 45%] Building CXX object tests/CMakeFiles/lab01_test_objects.dir/lab01_test.cpp.o" ->
-// "[ 45%] compiling tests/lab01_test.cpp"; other lines of make's chatter -> "".
+}  // namespace
+
 std::string progress_of(const std::string& line) {
   static const std::regex compiling(
       R"(^(\[ *\d+%\]) Building CXX object .*?([^/]+)\.dir/(.+)\.o$)");
   static const std::regex linking(R"(^(\[ *\d+%\]) Linking CXX (executable|static library) (.+)$)");
   std::smatch m;
+  if (!workbench::scannable(line)) return "";  // a long compiler message, not make's progress
   if (std::regex_match(line, m, compiling)) return m[1].str() + " compiling " + m[3].str();
   if (std::regex_match(line, m, linking)) return m[1].str() + " linking " + m[3].str();
   return "";
 }
-
-}  // namespace
 
 std::string Workspace::relative(const fs::path& path) const {
   const fs::path rel = path.lexically_normal().lexically_relative(repo.lexically_normal());
@@ -99,17 +100,35 @@ std::string pristine_ref(const fs::path& repo) {
   return run.ok ? "origin/HEAD" : "HEAD";
 }
 
+namespace {
+
+// A compiler's source excerpt under its error: "   12 |   return x;" or "      |          ^".
+bool is_source_line(const std::string& line) {
+  std::size_t at = line.find_first_not_of(" \t");
+  if (at == std::string::npos) return false;
+  while (at < line.size() && std::isdigit(static_cast<unsigned char>(line[at]))) ++at;
+  while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) ++at;
+  return at < line.size() && line[at] == '|';
+}
+
+}  // namespace
+
 std::string first_error(const std::string& build_output, const Workspace& ws) {
-  static const std::regex error(R"(^(.+?):(\d+):(\d+:)? (fatal error|error): (.*)$)");
-  static const std::regex source_line(R"(^\s*\d*\s*\|.*$)");
+  // "file:line:col: error: message". Only the line's head goes through the regex: one template
+  // error's message can run to 100,000 characters (workbench::kMaxScannedLine).
+  static const std::regex error(R"(^(.+?):(\d+):(\d+:)? (fatal error|error): )");
   const std::vector<std::string> lines = workbench::split_lines(build_output);
   for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const auto head_end = line.begin() + static_cast<std::ptrdiff_t>(
+                                             std::min(line.size(), workbench::kMaxScannedLine));
     std::smatch m;
-    if (!std::regex_match(lines[i], m, error)) continue;
+    if (!std::regex_search(line.begin(), head_end, m, error,
+                           std::regex_constants::match_continuous))
+      continue;
     std::string text = ws.relative(fs::path(m[1].str())) + ":" + m[2].str() + ":" + m[3].str() +
-                       " " + m[4].str() + ": " + m[5].str();
-    for (std::size_t j = i + 1;
-         j < lines.size() && j <= i + 3 && std::regex_match(lines[j], source_line); ++j)
+                       " " + m[4].str() + ": " + line.substr(static_cast<std::size_t>(m.length(0)));
+    for (std::size_t j = i + 1; j < lines.size() && j <= i + 3 && is_source_line(lines[j]); ++j)
       text += "\n" + lines[j];
     return text;
   }
@@ -220,7 +239,9 @@ BuildLock::~BuildLock() {
 nlohmann::json load_state(const Workspace& ws) {
   const fs::path path = ws.build / "workbook-state.json";
   if (!fs::exists(path)) return nlohmann::json::object();
-  const auto state = nlohmann::json::parse(workbench::read_file(path), nullptr, false);
+  const std::string text = workbench::read_file(path);
+  if (workbench::json_too_deep(text)) return nlohmann::json::object();  // damaged, as below
+  const auto state = nlohmann::json::parse(text, nullptr, false);
   return state.is_object() ? state : nlohmann::json::object();
 }
 

@@ -118,6 +118,11 @@ BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& t
 /// The first compiler or linker error in a build's output, trimmed to a few lines.
 std::string first_error(const std::string& build_output, const Workspace& ws);
 
+/// A line of make's output as a progress step: "[ 45%] Building CXX object tests/CMakeFiles/
+/// lab01_test_objects.dir/lab01_test.cpp.o" -> "[ 45%] compiling lab01_test.cpp"; "" for any
+/// other line (and for any line over workbench::kMaxScannedLine characters).
+std::string progress_of(const std::string& line);
+
 /// How a tool run by run_tool ended.
 struct ToolRun {
   bool ok = false;  ///< exit status 0

@@ -1,12 +1,12 @@
 #include "tensors/npy_io.hpp"
 
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <limits>
-#include <regex>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +29,108 @@ struct NpyHeader {
   std::vector<std::size_t> shape;
   std::size_t data_offset = 0;  // where the array's bytes start
 };
+
+// The three entries of a header's dict literal, as their text: 'descr' (a string), 'fortran_order'
+// (True or False) and 'shape' (a tuple's inside, "2, 3"); nullopt where the dict has none.
+struct HeaderDict {
+  std::optional<std::string> descr;
+  std::optional<bool> fortran_order;
+  std::optional<std::string> shape;
+};
+
+// Reads the dict literal by hand, without recursion: only its top-level keys count (a value may
+// quote "'descr': '<i8'"), and other keys' values are skipped. numpy writes no escapes; a
+// backslash in a string skips the character after it.
+template <class Fail>
+HeaderDict read_header_dict(const std::string& text, const Fail& fail) {
+  std::size_t at = 0;
+  const auto skip_space = [&] {
+    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+  };
+  const auto next_is = [&](char c) {
+    skip_space();
+    return at < text.size() && text[at] == c;
+  };
+  const auto expect = [&](char c) {
+    if (!next_is(c))
+      throw fail(std::string("the header is not a dict literal: expected '") + c + "'");
+    ++at;
+  };
+  const auto string_literal = [&] {  // 'text' or "text" -> text
+    skip_space();
+    if (at >= text.size() || (text[at] != '\'' && text[at] != '"'))
+      throw fail("the header is not a dict literal: expected a quoted string");
+    const char quote = text[at++];
+    std::string value;
+    for (; at < text.size() && text[at] != quote; ++at) {
+      if (text[at] == '\\' && at + 1 < text.size()) ++at;
+      value += text[at];
+    }
+    if (at >= text.size()) throw fail("the header has an unterminated string");
+    ++at;
+    return value;
+  };
+  const auto skip_value = [&] {  // up to the ',' or '}' that ends it, brackets and strings skipped
+    std::size_t depth = 0;
+    for (skip_space(); at < text.size(); ++at) {
+      const char c = text[at];
+      if (c == '\'' || c == '"') {
+        string_literal();
+        --at;
+      } else if (c == '(' || c == '[' || c == '{') {
+        ++depth;
+      } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+        --depth;
+      } else if ((c == ',' || c == '}') && depth == 0) {
+        return;
+      }
+    }
+  };
+
+  HeaderDict dict;
+  expect('{');
+  while (!next_is('}')) {
+    const std::string key = string_literal();
+    expect(':');
+    skip_space();
+    const auto once = [&](bool seen) {
+      if (seen) throw fail("the header names '" + key + "' twice");
+    };
+    if (key == "descr") {
+      once(dict.descr.has_value());
+      dict.descr = string_literal();
+    } else if (key == "fortran_order") {
+      once(dict.fortran_order.has_value());
+      if (text.compare(at, 4, "True") == 0) {
+        dict.fortran_order = true;
+        at += 4;
+      } else if (text.compare(at, 5, "False") == 0) {
+        dict.fortran_order = false;
+        at += 5;
+      } else {
+        throw fail("the header's 'fortran_order' is not True or False");
+      }
+    } else if (key == "shape") {
+      once(dict.shape.has_value());
+      expect('(');
+      const std::size_t close = text.find(')', at);
+      if (close == std::string::npos) throw fail("the header's 'shape' has no ')'");
+      dict.shape = text.substr(at, close - at);
+      at = close + 1;
+    } else {
+      skip_value();
+    }
+    if (next_is(',')) {
+      ++at;
+    } else if (!next_is('}')) {
+      throw fail("the header is not a dict literal: expected ',' or '}' after '" + key + "'");
+    }
+  }
+  ++at;
+  skip_space();
+  if (at != text.size()) throw fail("the header has text after its dict");
+  return dict;
+}
 
 NpyHeader parse_header(const std::string& bytes, const std::string& name) {
   const auto fail = [&](const std::string& why) { return NpyError(name + ": " + why); };
@@ -56,25 +158,25 @@ NpyHeader parse_header(const std::string& bytes, const std::string& name) {
 
   NpyHeader parsed;
   parsed.data_offset = prefix + length;
-  std::smatch m;
-  static const std::regex descr(R"('descr'\s*:\s*'([^']*)')");
-  static const std::regex fortran(R"('fortran_order'\s*:\s*(True|False))");
-  static const std::regex shape(R"('shape'\s*:\s*\(([^)]*)\))");
-  if (!std::regex_search(header, m, descr)) throw fail("the header has no 'descr'");
-  parsed.descr = m[1];
-  if (!std::regex_search(header, m, fortran)) throw fail("the header has no 'fortran_order'");
-  if (m[1] == "True") throw fail("Fortran order is not supported; save it in C order");
-  if (!std::regex_search(header, m, shape)) throw fail("the header has no 'shape'");
-  static const std::regex dimension(R"(^\s*(\d{1,19})\s*$)");
-  std::stringstream dims(m[1].str());
-  for (std::string dim; std::getline(dims, dim, ',');) {
-    if (dim.find_first_not_of(" \t") == std::string::npos) continue;  // "(3,)"
-    std::smatch d;
-    if (!std::regex_match(dim, d, dimension))
-      throw fail("shape entry '" + trim(dim) + "' is not a size");
-    const unsigned long long value = std::stoull(d[1]);
+  const HeaderDict dict = read_header_dict(header, fail);
+  if (!dict.descr) throw fail("the header has no 'descr'");
+  parsed.descr = *dict.descr;
+  if (!dict.fortran_order) throw fail("the header has no 'fortran_order'");
+  if (*dict.fortran_order) throw fail("Fortran order is not supported; save it in C order");
+  if (!dict.shape) throw fail("the header has no 'shape'");
+  // "2, 3" or "3," or "": sizes of at most 19 digits, each between commas.
+  std::size_t start = 0;
+  while (start <= dict.shape->size()) {
+    std::size_t end = dict.shape->find(',', start);
+    if (end == std::string::npos) end = dict.shape->size();
+    const std::string dim = trim(dict.shape->substr(start, end - start));
+    start = end + 1;
+    if (dim.empty()) continue;  // "(3,)"
+    if (dim.size() > 19 || dim.find_first_not_of("0123456789") != std::string::npos)
+      throw fail("shape entry '" + dim + "' is not a size");
+    const unsigned long long value = std::stoull(dim);
     if (value > std::numeric_limits<std::size_t>::max())
-      throw fail("shape entry " + d[1].str() + " is too large");
+      throw fail("shape entry " + dim + " is too large");
     parsed.shape.push_back(static_cast<std::size_t>(value));
   }
   return parsed;
@@ -116,7 +218,10 @@ xt::xarray<T> decode_npy(const std::string& bytes, const std::string& name,
   const NpyHeader header = parse_header(bytes, name);
   bool accepted = false;
   for (const char* typestring : typestrings) accepted |= header.descr == typestring;
-  if (!accepted) throw NpyError(name + ": not " + expected + " (dtype " + header.descr + ")");
+  if (!accepted)  // a dtype of 60,000 characters is cut: the message stays one line
+    throw NpyError(name + ": not " + expected + " (dtype " +
+                   (header.descr.size() > 40 ? header.descr.substr(0, 37) + "..." : header.descr) +
+                   ")");
   const std::size_t count = element_count(header, sizeof(T), bytes.size(), name);
   xt::xarray<T> values = xt::xarray<T>::from_shape(header.shape);
   if (count) std::memcpy(values.data(), bytes.data() + header.data_offset, count * sizeof(T));

@@ -1,5 +1,7 @@
 #pragma once
-// Small text helpers shared by every tool: one trim, one line splitter, one number format.
+// Small text helpers shared by every tool: one trim, one line splitter, one number format, and
+// the bounds on what the tools scan with a std::regex or parse as JSON.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,23 @@ std::vector<std::string> split_lines(const std::string& text);
 
 /// True if `text` begins with `prefix`.
 bool starts_with(const std::string& text, const std::string& prefix);
+
+/// The longest line the tools match with a std::regex. libstdc++'s matcher recurses once per
+/// character it consumes, so a line of about 25,000 characters (one long template error, a test's
+/// output) overflows the stack. Every pattern the tools look for fits in this many characters; a
+/// longer line is simply not a match. Text from builds, tests, programs and files is unbounded.
+inline constexpr std::size_t kMaxScannedLine = 1000;
+
+/// True if `line` is short enough to match with a std::regex (kMaxScannedLine).
+inline bool scannable(const std::string& line) { return line.size() <= kMaxScannedLine; }
+
+/// The deepest nesting of arrays and objects the tools parse as JSON. Their files nest a few
+/// levels; nlohmann's copy and comparison recurse per level, so 500,000 levels overflow the stack.
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+/// True if `json` nests arrays and objects more than kMaxJsonDepth deep. A scan without recursion
+/// that skips strings (and their escapes); it says nothing else about whether `json` is valid.
+bool json_too_deep(const std::string& json);
 
 /// "1.00e-05": how the verify programs and `workbook diff` print differences and tolerances.
 std::string scientific(double value);
