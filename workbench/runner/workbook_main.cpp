@@ -115,9 +115,10 @@ workbook::Context make_context(const std::string& repo, const std::string& build
 int main(int argc, char** argv) {
   CLI::App app{
       "workbook: the minimodel lab workbook's command.\n"
-      "With no verb: the current lab, its status and the one command to run next.\n"
-      "Status comes from running your tests (bin/test-labNN-learner), so it travels with your "
-      "code.\n"
+      "With no verb: the current lab, its status and the one command to run next, at once: from\n"
+      "each lab's last test run while its files are unchanged since, and from the stubs as handed\n"
+      "out; only a lab with neither is built and tested. Status comes from running your tests\n"
+      "(bin/test-labNN-learner), so it travels with your code.\n"
       "Exit status: 0 success; 1 a check or test failed, or the lab is not done; 2 bad usage (an\n"
       "unknown lab or option, a missing confirmation); 3 a broken environment (no cmake, ctest or\n"
       "git on PATH, an unconfigured build folder, an unreadable labs/labs.json); 4 your code\n"
@@ -139,8 +140,8 @@ int main(int argc, char** argv) {
   workbench::AttendOptions options;
   CLI::App* attend_cmd = app.add_subcommand(
       "attend",
-      "Run multi-head attention on .npy files: Y = MHA(X) with the given weights. Builds "
-      "attend-<impl> first, so it runs your latest code.\n"
+      "Run multi-head attention on .npy files: Y = MHA(X) with the given weights. With "
+      "--impl learner it builds attend-learner first, so it runs your latest code.\n"
       "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not "
       "compile; 2 bad input, in which case nothing is written; 3 the reference crashed; 4 the "
       "learner implementation crashed or a sanitizer stopped it.");
@@ -157,8 +158,8 @@ int main(int argc, char** argv) {
       "generate",
       "Continue a prompt with a trained model of lab 10 (a checkpoint folder): greedy decoding, "
       "each next token the argmax of the logits, one token at a time through lab 08's KV cache "
-      "inside lab 04's pre-LN block. Prints the prompt and the continuation. Builds "
-      "generate-<impl> first, so it runs your latest code.\n"
+      "inside lab 04's pre-LN block. Prints the prompt and the continuation. With "
+      "--impl learner it builds generate-learner first, so it runs your latest code.\n"
       "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not "
       "compile; 2 bad input (a "
       "missing or invalid checkpoint, a token outside the vocabulary, a prompt that fills "
@@ -214,8 +215,9 @@ int main(int argc, char** argv) {
   bool restart = false;
   CLI::App* hint_cmd = app.add_subcommand(
       "hint",
-      "The next of lab NN's hints (the \"### Hint N\" of its text); call again for the next one. "
-      "The counters live in BUILD/workbook-state.json.");
+      "The next of lab NN's hints (the \"### Hint N (Block X)\" of its text) for the block that "
+      "failed first in your last run of its tests; call again for the next one. What was shown "
+      "lives in BUILD/workbook-state.json.");
   hint_cmd->add_option("NN", lab, "Lab number")->required();
   hint_cmd->add_flag("--restart", restart, "Start again from hint 1");
 
