@@ -117,7 +117,7 @@ VerifyOutcome run_verify(const Context& ctx, const std::string& target, const fs
   std::cout << "running its verify program…\n" << std::flush;
   bool shown = false;
   workbench::CaptureOptions options;
-  options.time_limit = kTestTimeLimit;
+  options.time_limit = time_limit(kVerifyTimeLimit);
   options.on_line = [&](const std::string& line) {
     if (!workbench::scannable(line) || !std::regex_search(line, progress_line)) return;
     std::cout << (ctx.terminal ? "\r\033[K  " : "  ") << line << (ctx.terminal ? "" : "\n")

@@ -13,6 +13,10 @@ namespace workbook {
 /// How long one lab's learner tests may run before they are stopped (an endless loop in a stub).
 /// The reference runs each lab's tests in a few seconds.
 constexpr std::chrono::seconds kTestTimeLimit{120};
+/// How long a verify program may run (`verify`, and `break`'s run of a mutant's): lab 10's trains
+/// for about 35 s in Release and several times that in the debug build; only an endless loop
+/// should reach it.
+constexpr std::chrono::seconds kVerifyTimeLimit{600};
 
 enum class LabStatus { done, in_progress, todo, build_error };
 std::string status_name(LabStatus status);  ///< "done", "in progress", "todo", "build error"

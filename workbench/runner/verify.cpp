@@ -7,13 +7,6 @@
 #include "util/process.hpp"
 
 namespace workbook {
-namespace {
-
-// Lab 10's verify program trains for about 35 s in Release and several times that in the debug
-// build: generous, since only an endless loop should reach it.
-constexpr std::chrono::minutes kVerifyTimeLimit{10};
-
-}  // namespace
 
 int verify_lab(const Context& ctx, const std::string& number, const std::string& impl) {
   const Lab& lab = ctx.require_lab(number);

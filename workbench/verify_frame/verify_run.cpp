@@ -81,6 +81,9 @@ void VerifyRun::measure(const std::string& name, const nlohmann::json& value) {
 
 std::filesystem::path VerifyRun::artifact(const std::string& filename) {
   std::filesystem::create_directories(out_dir_);
+  // Whoever writes it (cairo, a stream), it replaces a regular file or nothing: never a device, a
+  // FIFO or a link in the learner's --out folder.
+  check_replaceable(out_dir_ / filename);
   artifacts_.push_back(out_dir_ / filename);
   return artifacts_.back();
 }

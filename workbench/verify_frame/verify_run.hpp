@@ -63,6 +63,7 @@ class VerifyRun {
   void measure(const std::string& name, const nlohmann::json& value);
 
   /// Where an artifact called `filename` goes; the file is listed in the manifest and the summary.
+  /// @throws std::runtime_error if that path exists and is not a regular file (check_replaceable).
   std::filesystem::path artifact(const std::string& filename);
 
   /// Writes verify_output.txt and manifest.json, prints where everything went, and returns the exit
