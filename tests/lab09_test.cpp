@@ -165,8 +165,7 @@ void expect_grads_match_fixture(const MhaGrads<float>& grads, const Fixture& fix
   EXPECT_TRUE(close_at_scale("db_o", grads.db_o, fixture.array<1>("db_o"), kTorchTolerance));
 }
 
-// ---- Block A: softmax and one head
-// ---------------------------------------------------------------
+// ---- Block A: softmax and one head --------------------------------------------------------------
 
 MatrixD softmax_rows(const MatrixD& scores) {
   const MatrixD row_max = xt::amax(scores, {1}, xt::keep_dims);  // containers: see lab 04

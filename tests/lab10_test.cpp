@@ -191,8 +191,7 @@ TEST(NextTokenLoss, RejectsLogitsThatDoNotFitTheBatch) {
       {"(1, 1, 3)"}));
 }
 
-// ---- Block B: the model's backward
-// ---------------------------------------------------------------
+// ---- Block B: the model's backward --------------------------------------------------------------
 
 TEST(ModelBackward, MatchesFiniteDifferencesForEveryParameter) {
   // L = mean next-token loss; central differences in double with h = 1e-5 agree with a correct
@@ -265,8 +264,7 @@ TEST(ModelBackward, RejectsDLogitsOrParamsThatDoNotMatchTheForward) {
       {"3 layers", "2"}));
 }
 
-// ---- Block C: Adam and a training step
-// -----------------------------------------------------------
+// ---- Block C: Adam and a training step ----------------------------------------------------------
 
 TEST(AdamUpdate, MatchesTwoStepsComputedByHand) {
   const AdamOptions options{0.1f, 0.9f, 0.999f, 1e-8f};

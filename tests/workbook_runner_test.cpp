@@ -390,8 +390,7 @@ TEST(VerifyOutputs, EveryBlockOfEveryLabRecordsAnOutputOfThatBlock) {
   }
 }
 
-// ---- The registry drives dev-check: a scratch copy of the files, no build
-// ------------------------
+// ---- The registry drives dev-check: a scratch copy of the files, no build -----------------------
 
 class DevCheckFiles : public ::testing::Test {
  protected:
@@ -585,8 +584,7 @@ TEST_F(GradeWithoutABuild, JsonStillGivesADocumentThatNamesTheProblem) {
   EXPECT_EQ(report["score"], 0.0);
 }
 
-// ---- The verbs around the learner's programs, with stand-ins
-// -------------------------------------
+// ---- The verbs around the learner's programs, with stand-ins ------------------------------------
 //
 // A build folder whose "cmake" (first on PATH) builds nothing and succeeds, and whose learner
 // programs are shell scripts that crash, loop or write a report: how the verbs treat the programs
@@ -779,8 +777,7 @@ TEST_F(StandInPrograms, CtrlCOnCheckKillsTheTestsItRuns) {
   if (running(test)) kill(test, SIGKILL);
 }
 
-// ---- The verbs, in a scratch copy
-// -----------------------------------------------------------------
+// ---- The verbs, in a scratch copy ---------------------------------------------------------------
 
 class WorkbookScratch : public ::testing::Test {
  protected:

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <xtensor/xadapt.hpp>
-#include <xtensor/xnpy.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xoperation.hpp>
 
 #include "util/files.hpp"
 #include "util/text.hpp"
@@ -288,11 +288,30 @@ xt::xarray<bool> load_npy_bool(const std::filesystem::path& path) {
 }
 
 void write_npy_f32(std::ostream& out, const float* data, const std::vector<std::size_t>& shape) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the header says '<f4'");
+  // Format 1.0, as NumPy writes it: magic, version, the header's length (2 bytes, little-endian),
+  // then a Python dict literal padded with spaces to a multiple of 64 bytes and ended by '\n'.
   std::size_t count = 1;
-  for (const std::size_t dim : shape) count *= dim;
-  // xtensor's public dump_npy writes to a file of its own (without checking the write) or to a
-  // string (a copy); its stream writer does neither, and an adaptor is not copied.
-  xt::detail::dump_npy_stream(out, xt::adapt(data, count, xt::no_ownership(), shape));
+  std::string dims;
+  for (const std::size_t dim : shape) {
+    count *= dim;
+    dims += (dims.empty() ? "" : ", ") + std::to_string(dim);
+  }
+  if (shape.size() == 1) dims += ",";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const std::size_t preamble = 10;  // magic (6), version (2), header length (2)
+  header.append(63 - (preamble + header.size()) % 64, ' ');
+  header += '\n';
+  if (header.size() > 0xFFFF)
+    throw NpyError("a shape of " + std::to_string(shape.size()) +
+                   " dimensions does not fit a .npy 1.0 header");
+  const char length[2] = {static_cast<char>(header.size() & 0xFF),
+                          static_cast<char>(header.size() >> 8)};
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.write(length, 2);
+  out << header;
+  out.write(reinterpret_cast<const char*>(data),
+            static_cast<std::streamsize>(count * sizeof(float)));
 }
 
 void save_npy_f32(const std::filesystem::path& path, const xt::xarray<float>& values) {

@@ -24,8 +24,7 @@ using Matrix = xt::xtensor<Real, 2>;
 template <class Real>
 using Vector = xt::xtensor<Real, 1>;
 
-// ---- Block A: softmax and one head
-// ---------------------------------------------------------------
+// ---- Block A: softmax and one head --------------------------------------------------------------
 
 /// Block A. The gradient of a loss with respect to the scores, from its gradient with respect to
 /// probs = softmax(scores) (row-wise): d_scores = probs ⊙ (d_probs − rowsum(d_probs ⊙ probs)).

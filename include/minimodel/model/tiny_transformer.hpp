@@ -118,8 +118,7 @@ template <class Real>
 Matrix<Real> next_token_loss(const xt::xtensor<Real, 3>& logits, const TokenBatch& batch,
                              xt::xtensor<Real, 3>& d_logits);
 
-// ---- Block B: the model's backward
-// ---------------------------------------------------------------
+// ---- Block B: the model's backward --------------------------------------------------------------
 
 /// Block B. The gradient of every parameter, summed over the batch, from d_logits (B, T, V): the
 /// unembedding, the final LayerNorm, the blocks in reverse (lab 09's block_backward), then each
@@ -130,8 +129,7 @@ template <class Real>
 ModelParams<Real> model_backward(const ModelParams<Real>& params, std::size_t n_heads,
                                  const ModelTape<Real>& tape, const xt::xtensor<Real, 3>& d_logits);
 
-// ---- Block C: Adam and a training step
-// -----------------------------------------------------------
+// ---- Block C: Adam and a training step ----------------------------------------------------------
 
 /// Adam's settings (Kingma and Ba 2015).
 struct AdamOptions {

@@ -52,8 +52,7 @@ std::string number_text(Real value) {
 
 }  // namespace
 
-// ---- Block A: softmax and one head
-// ---------------------------------------------------------------
+// ---- Block A: softmax and one head --------------------------------------------------------------
 
 template <class Real>
 Matrix<Real> softmax_backward(const Matrix<Real>& probs, const Matrix<Real>& d_probs) {

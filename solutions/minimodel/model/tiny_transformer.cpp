@@ -149,8 +149,7 @@ Matrix<Real> next_token_loss(const xt::xtensor<Real, 3>& logits, const TokenBatc
   return losses;
 }
 
-// ---- Block B: the model's backward
-// ---------------------------------------------------------------
+// ---- Block B: the model's backward --------------------------------------------------------------
 
 template <class Real>
 ModelParams<Real> model_backward(const ModelParams<Real>& params, std::size_t n_heads,
@@ -201,8 +200,7 @@ ModelParams<Real> model_backward(const ModelParams<Real>& params, std::size_t n_
   return grads;
 }
 
-// ---- Block C: Adam and a training step
-// -----------------------------------------------------------
+// ---- Block C: Adam and a training step ----------------------------------------------------------
 
 void adam_update(Matrix<float>& param, const Matrix<float>& grad, Matrix<float>& m,
                  Matrix<float>& v, std::size_t t, const AdamOptions& options) {

@@ -16,8 +16,7 @@
 
 namespace minimodel {
 
-// ---- Block A: softmax and one head
-// ---------------------------------------------------------------
+// ---- Block A: softmax and one head --------------------------------------------------------------
 
 // probs, d_probs: (T, S) -> d_scores (T, S)
 template <class Real>

@@ -58,8 +58,7 @@ Matrix<Real> next_token_loss(const xt::xtensor<Real, 3>& logits, const TokenBatc
       "mean (softmax − one_hot) / (B · (T − 1)) — see labs/10-induction-heads.md");
 }
 
-// ---- Block B: the model's backward
-// ---------------------------------------------------------------
+// ---- Block B: the model's backward --------------------------------------------------------------
 
 // d_logits (B, T, V) -> the gradient of every parameter, summed over the batch
 template <class Real>
@@ -75,8 +74,7 @@ ModelParams<Real> model_backward(const ModelParams<Real>& params, std::size_t n_
       "position's rows — see labs/10-induction-heads.md");
 }
 
-// ---- Block C: Adam and a training step
-// -----------------------------------------------------------
+// ---- Block C: Adam and a training step ----------------------------------------------------------
 
 void adam_update(Matrix<float>& param, const Matrix<float>& grad, Matrix<float>& m,
                  Matrix<float>& v, std::size_t t, const AdamOptions& options) {
