@@ -63,33 +63,17 @@ void prepare_children() {
   }
 }
 
-// attend: build attend-<impl> in the build folder, then run it with the same options.
-int attend(const workbook::Context& ctx, const std::string& impl,
-           const workbench::AttendOptions& options) {
+// attend and generate: build `verb`-<impl> in the build folder, then run it with `args` (the
+// options the engine and this command share). `after_crash` ends the crash line: what it means.
+int run_engine(const workbook::Context& ctx, const std::string& verb, const std::string& impl,
+               const std::vector<std::string>& args, const std::string& after_crash = "") {
   std::optional<workbook::BuildLock> lock;
-  const auto engine = built_engine(ctx, "attend", impl, lock);
+  const auto engine = built_engine(ctx, verb, impl, lock);
   if (!engine) return workbook::kNotDone;
-  const workbench::ProcessStatus status =
-      workbench::run_process(*engine, workbench::attend_arguments(options));
+  const workbench::ProcessStatus status = workbench::run_process(*engine, args);
   if (!status.exited) {
-    std::cerr << "workbook attend: the " << impl << " implementation crashed with "
-              << status.describe() << "; nothing was written\n";
-    return crash_status(impl);
-  }
-  return engine_status(impl, status);
-}
-
-// generate: build generate-<impl>, then run it with the same options, as attend does.
-int generate(const workbook::Context& ctx, const std::string& impl,
-             const workbench::GenerateOptions& options) {
-  std::optional<workbook::BuildLock> lock;
-  const auto engine = built_engine(ctx, "generate", impl, lock);
-  if (!engine) return workbook::kNotDone;
-  const workbench::ProcessStatus status =
-      workbench::run_process(*engine, workbench::generate_arguments(options));
-  if (!status.exited) {
-    std::cerr << "workbook generate: the " << impl << " implementation crashed with "
-              << status.describe() << '\n';
+    std::cerr << "workbook " << verb << ": the " << impl << " implementation crashed with "
+              << status.describe() << after_crash << '\n';
     return crash_status(impl);
   }
   return engine_status(impl, status);
@@ -333,8 +317,12 @@ int main(int argc, char** argv) {
     if (!*attend_cmd && !*generate_cmd && !*watch_cmd && !*hint_cmd && !*reset_cmd &&
         !*dev_check_cmd)
       lock.emplace(ctx.ws);
-    if (*attend_cmd) return attend(ctx, impl, options);
-    if (*generate_cmd) return generate(ctx, generate_impl, generate_options);
+    if (*attend_cmd)
+      return run_engine(ctx, "attend", impl, workbench::attend_arguments(options),
+                        "; nothing was written");
+    if (*generate_cmd)
+      return run_engine(ctx, "generate", generate_impl,
+                        workbench::generate_arguments(generate_options));
     const std::optional<std::string> lab_arg =
         lab.empty() ? std::nullopt : std::optional<std::string>(lab);
     if (*list_cmd) return workbook::list_labs(ctx);
