@@ -318,6 +318,51 @@ TEST(AttentionIn, Fp32AccumulationKeepsLongRowsAccurate) {
   }
 }
 
+// n terms, each `term`, added first to last and rounded to fp16 after every addition, with the
+// test's own rounding (nearest_fp16, in double): the sum a kernel without fp32 accumulation keeps.
+double fp16_running_sum(double term, std::size_t n) {
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) sum = nearest_fp16(sum + term);
+  return sum;
+}
+
+TEST(AttentionIn, Fp32AccumulationDecidesHowTheScoresAndTheWeightedSumAreAdded) {
+  // In fp16, 2048 + 1 is a tie between 2048 and 2050 that rounds back to 2048: a sum of ones
+  // rounded after every addition stops at 2048.
+  ASSERT_EQ(fp16_running_sum(1.0, 4096), 2048.0);
+  const Kernel pure{Precision::fp16, false}, mixed{Precision::fp16, true};
+
+  // The scores: d_head 4096, a query of ones, key 0 all ones and key 1 ones in its first half.
+  // The dot products are 4096 and 2048 in float32, so the scores (scale 1/64) are 64 and 32,
+  // exp(32 - 64) is 0 in fp16 and key 0 takes all the weight. Rounded after every addition, both
+  // stop at 2048: two equal scores, weights of 1/2. v picks key 0's weight.
+  const std::size_t d = 4096;
+  const Tensor2 q = xt::ones<float>({std::size_t{1}, d});
+  Tensor2 k = xt::ones<float>({std::size_t{2}, d});
+  xt::view(k, 1, xt::range(d / 2, d)) = 0.0f;
+  Tensor2 v = xt::zeros<float>({std::size_t{2}, std::size_t{1}});
+  v(0, 0) = 1.0f;
+  ASSERT_EQ(fp16_running_sum(1.0, d), fp16_running_sum(1.0, d / 2)) << "equal rounded scores";
+  EXPECT_EQ(attention_in(q, k, v, std::nullopt, pure)(0, 0), 0.5f)
+      << "the dot products rounded after every addition: both stop at 2048";
+  EXPECT_EQ(attention_in(q, k, v, std::nullopt, mixed)(0, 0), 1.0f)
+      << "the dot products in float32: 4096 and 2048";
+
+  // The weighted sum: a zero query over S = 4096 keys, and v all ones. Without fp32 accumulation
+  // the exponentials' sum stops at 2048, each weight is 2^-11, and the weighted sum of 4096 terms
+  // 2^-11 stops too (1 + 2^-11 is a tie that rounds back to 1); added in float32 it would be 2.
+  // With fp32 accumulation the weights are 2^-12 and the sum is 1, exactly.
+  const std::size_t S = 4096;
+  const Tensor2 zero_q = xt::zeros<float>({std::size_t{1}, std::size_t{4}});
+  const Tensor2 keys = random_rows(S, 4, 18);
+  const Tensor2 ones = xt::ones<float>({S, std::size_t{1}});
+  const double weight = 1.0 / fp16_running_sum(1.0, S);
+  EXPECT_EQ(attention_in(zero_q, keys, ones, std::nullopt, pure)(0, 0), fp16_running_sum(weight, S))
+      << "the weighted sum rounded after every addition, of weights 1 / 2048";
+  EXPECT_EQ(attention_in(zero_q, keys, ones, std::nullopt, mixed)(0, 0), 1.0f)
+      << "the weighted sum in float32, of weights 1 / 4096";
+}
+
 TEST(AttentionIn, RejectsInputsOfTheWrongShape) {
   const Tensor2 q = random_rows(3, 4, 1), k = random_rows(5, 4, 2), v = random_rows(5, 2, 3);
   const Tensor2 narrow_k = random_rows(5, 3, 2), short_v = random_rows(4, 2, 3);

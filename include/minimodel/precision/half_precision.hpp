@@ -44,8 +44,9 @@ float round_to(float x, Precision precision);
 // ---- Block B: attention in a precision ---------------------------------------------------------
 
 /// How a kernel evaluates attention: the format it stores every tensor in, and whether it adds up
-/// dot products and the softmax's sum in float32, rounding the total once (the mixed-precision
-/// recipe). The two switches after them exist to show, in Block C, what each safeguard prevents.
+/// every sum (the scores' dot products, the softmax's sum and the weighted sum of the values) in
+/// float32, rounding the total once (the mixed-precision recipe). The two switches after them exist
+/// to show, in Block C, what each safeguard prevents.
 struct Kernel {
   Precision storage = Precision::fp32;
   bool fp32_accumulation = true;
