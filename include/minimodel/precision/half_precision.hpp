@@ -57,8 +57,9 @@ struct Kernel {
 /// Block B. softmax(Q Kᵀ / sqrt(d_head) + mask) V for one head, with every intermediate rounded to
 /// kernel.storage as a half-precision kernel stores it: the inputs, each score, the scaled and
 /// masked score, the difference to the row maximum, each exponential, each weight and each output.
-/// A product of two stored values is exact in float32 and is not rounded; a running sum is rounded
-/// after every addition unless kernel.fp32_accumulation, when it is rounded once at the end.
+/// A product of two stored values is not rounded: exact in float32 for fp16, and for bf16 values
+/// away from float32's limits (theory/14); a running sum is rounded after every addition unless
+/// kernel.fp32_accumulation, when it is rounded once at the end.
 /// With storage fp32 it is lab 00's single_head_attention, up to the order of the sums.
 /// @param q (T, d_head)   @param k (S, d_head)   @param v (S, d_v)   @param mask (T, S), additive
 /// @throws std::invalid_argument as single_head_attention, naming both shapes.
