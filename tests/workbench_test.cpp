@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +30,7 @@
 #include "figures/measured_legends.hpp"
 #include "support/checks.hpp"
 #include "support/decoded_png.hpp"
+#include "support/non_regular_files.hpp"
 #include "tensors/npy_io.hpp"
 #include "util/files.hpp"
 #include "util/process.hpp"
@@ -447,17 +447,7 @@ TEST_F(AtomicWrite, RefusesAnythingButARegularFileAndFollowsNoLink) {
   // a temporary over any of them would replace it (as root, /dev/null itself).
   const fs::path target = dir_ / "target.txt";
   workbench::write_file_atomically(target, "mine\n");
-  std::vector<std::pair<fs::path, std::string>> refused = {
-      {dir_ / "fifo", "it is a FIFO"},
-      {dir_ / "dangling", "it is a symbolic link"},
-      {dir_ / "link", "it is a symbolic link"},
-      {dir_ / "folder", "it is a directory"}};
-  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0644), 0);
-  fs::create_symlink(dir_ / "nowhere", dir_ / "dangling");
-  fs::create_symlink(target, dir_ / "link");
-  fs::create_directory(dir_ / "folder");
-  if (mknod((dir_ / "device").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0)  // as root only
-    refused.emplace_back(dir_ / "device", "it is a character device");
+  const auto refused = minimodel::testing::make_non_regular_files(dir_, target, true);
   for (const auto& [path, words] : refused) {
     SCOPED_TRACE(path.string());
     const fs::file_type before = fs::symlink_status(path).type();

@@ -2,7 +2,6 @@
 // and every kind of bad input gets one line on stderr, exit status 2 and no output file. Then
 // `workbook generate` on a checkpoint the test saves, and `workbook bench`.
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -28,6 +27,7 @@
 #include "generate/greedy.hpp"
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
+#include "support/non_regular_files.hpp"
 #include "support/random_model.hpp"
 #include "support/torch_parity.hpp"
 #include "util/files.hpp"
@@ -341,15 +341,7 @@ TEST_F(WorkbookAttend, RefusesAnOutputThatIsADeviceAFifoOrALinkAndLeavesItAlone)
   // of the same kind in the scratch folder stands in for it (root only: mknod).
   const fs::path target = scratch_ / "target.npy";
   workbench::write_file_atomically(target, "the learner's own file\n");
-  std::vector<std::pair<fs::path, std::string>> refused = {
-      {scratch_ / "fifo", "it is a FIFO"},
-      {scratch_ / "dangling", "it is a symbolic link"},
-      {scratch_ / "link", "it is a symbolic link"}};
-  ASSERT_EQ(mkfifo((scratch_ / "fifo").c_str(), 0644), 0);
-  fs::create_symlink(scratch_ / "nowhere.npy", scratch_ / "dangling");
-  fs::create_symlink(target, scratch_ / "link");
-  if (mknod((scratch_ / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0)
-    refused.emplace_back(scratch_ / "null", "it is a character device");
+  const auto refused = minimodel::testing::make_non_regular_files(scratch_, target, false);
   for (const char* output : {"--out", "--attn-out"})
     for (const auto& [path, words] : refused) {
       SCOPED_TRACE(std::string(output) + " " + path.string());
@@ -358,7 +350,7 @@ TEST_F(WorkbookAttend, RefusesAnOutputThatIsADeviceAFifoOrALinkAndLeavesItAlone)
       EXPECT_EQ(fs::symlink_status(path).type(), before);
     }
   EXPECT_EQ(workbench::read_file(target), "the learner's own file\n");
-  EXPECT_FALSE(fs::exists(scratch_ / "nowhere.npy"));
+  EXPECT_FALSE(fs::exists(scratch_ / "nowhere"));
 }
 
 TEST_F(WorkbookAttend, RejectsAnEmptySequenceWithRopeInsteadOfCrashing) {
@@ -399,7 +391,7 @@ TEST_F(WorkbookAttend, RejectsAFifoAsAnInputInsteadOfWaitingForAWriter) {
   expect_rejected(args("mha_batched", {{"--x", fifo.string()}}),
                   "--x " + fifo.string() + " names a FIFO, not a regular .npy file");
   expect_rejected(args("mha_batched", {{"--wo", scratch_.string()}}),
-                  "--wo " + scratch_.string() + " names a folder, not a regular .npy file");
+                  "--wo " + scratch_.string() + " names a directory, not a regular .npy file");
 }
 
 TEST_F(WorkbookAttend, RefusesAttnOutWhoseWeightsCannotFitSayingHowManyGiBTheyNeed) {

@@ -246,15 +246,11 @@ std::string non_regular_kind(const std::filesystem::path& path) {
   const fs::file_status status = fs::status(path, ec);  // follows a symlink to its file
   switch (status.type()) {
     case fs::file_type::directory:
-      return "a folder";
     case fs::file_type::fifo:
-      return "a FIFO";
     case fs::file_type::character:
-      return "a character device";
     case fs::file_type::block:
-      return "a block device";
     case fs::file_type::socket:
-      return "a socket";
+      return file_type_name(status.type());
     default:
       return "";  // regular, missing or not stat-able: opening it says what is wrong
   }

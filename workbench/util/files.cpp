@@ -26,10 +26,7 @@ std::string read_file(const fs::path& path) {
   return bytes;
 }
 
-namespace {
-
-// What `type` is, in the words of the refusal: "it is a character device".
-const char* what_it_is(fs::file_type type) {
+const char* file_type_name(fs::file_type type) {
   switch (type) {
     case fs::file_type::directory:
       return "a directory";
@@ -48,8 +45,6 @@ const char* what_it_is(fs::file_type type) {
   }
 }
 
-}  // namespace
-
 void check_replaceable(const fs::path& path) {
   std::error_code ec;
   const fs::file_status status = fs::symlink_status(path, ec);  // a link itself, not its target
@@ -57,7 +52,7 @@ void check_replaceable(const fs::path& path) {
   if (type == fs::file_type::not_found || type == fs::file_type::regular) return;
   const std::string where = "cannot write " + path.string() + ": ";
   if (ec) throw std::runtime_error(where + ec.message());
-  throw std::runtime_error(where + "it is " + what_it_is(type) +
+  throw std::runtime_error(where + "it is " + file_type_name(type) +
                            ", not a regular file; only a regular file is replaced");
 }
 

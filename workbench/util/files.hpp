@@ -12,6 +12,9 @@ namespace workbench {
 /// The bytes of `path`. @throws std::runtime_error naming the file if it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 
+/// What a file of `type` is, as a refusal says it: "a directory", "a character device", "a FIFO".
+const char* file_type_name(std::filesystem::file_type type);
+
 /// Refuses, before anything is written, a `path` that exists and is not a regular file: a folder,
 /// a device (/dev/null), a FIFO, a socket, or a symbolic link, which is refused rather than
 /// followed (dangling or not). The writers below replace regular files only, and call this first.
