@@ -26,6 +26,49 @@ using testing::throws_invalid_argument;
 // float32 sums of O(10) products of O(1) numbers: errors near 1e-6, so 1e-5 is a real bound.
 constexpr double kTolerance = 1e-5;
 
+TEST(Project, MatchesAHandComputation) {
+  // Small integers: every product and sum is exact in float32, in any order, so tolerance 0.
+  const Tensor2 w = {{1, 0}, {0, 1}, {1, -1}};  // (d_in 3, d_out 2)
+  const Tensor1 bias = {0.5f, -2.0f};
+  const Tensor3 one_sequence = {{{1, 2, 3}, {4, 5, 6}}};     // (B 1, T 2, 3)
+  const Tensor3 two_sequences = {{{1, 2, 3}}, {{4, 5, 6}}};  // (B 2, T 1, 3)
+  const Tensor3 one_token = {{{1, 2, 3}}};                   // (1, 1, 3): the GEMV path
+  EXPECT_TRUE(all_close(project(one_sequence, w), Tensor3{{{4, -1}, {10, -1}}}, 0.0));
+  EXPECT_TRUE(all_close(project(two_sequences, w), Tensor3{{{4, -1}}, {{10, -1}}}, 0.0));
+  EXPECT_TRUE(all_close(project(one_token, w), Tensor3{{{4, -1}}}, 0.0));
+  EXPECT_TRUE(all_close(project(one_sequence, w, bias), Tensor3{{{4.5f, -3}, {10.5f, -3}}}, 0.0));
+  EXPECT_TRUE(all_close(project(one_token, w, bias), Tensor3{{{4.5f, -3}}}, 0.0));
+}
+
+TEST(Project, OneTokenEqualsItsRowOfTheBatch) {
+  // The single-token GEMV and the batch's GEMM sum the same 16 products in another order.
+  const Tensor3 x = random_tokens(2, 3, 16, 41);
+  const Tensor2 w = xt::view(random_tokens(1, 16, 12, 42), 0);  // (16, 12)
+  const Tensor1 bias = xt::view(random_tokens(1, 1, 12, 43), 0, 0);
+  const Tensor3 all = project(x, w), all_biased = project(x, w, bias);  // (2, 3, 12)
+  for (std::size_t b = 0; b < 2; ++b) {
+    for (std::size_t t = 0; t < 3; ++t) {
+      const auto row = [b, t](const Tensor3& y) -> Tensor3 {
+        return xt::view(y, xt::range(b, b + 1), xt::range(t, t + 1));  // (1, 1, ·)
+      };
+      EXPECT_TRUE(all_close(project(row(x), w), row(all), kTolerance)) << "b " << b << ", t " << t;
+      EXPECT_TRUE(all_close(project(row(x), w, bias), row(all_biased), kTolerance))
+          << "b " << b << ", t " << t;
+    }
+  }
+}
+
+TEST(Project, RejectsShapesThatDoNotFit) {
+  const Tensor2 w = xt::zeros<float>({6, 4});
+  const Tensor3 x = xt::zeros<float>({2, 5, 8}), token = xt::zeros<float>({1, 1, 8});
+  EXPECT_TRUE(throws_invalid_argument([&] { project(x, w); }, {"(2, 5, 8)", "(6, 4)"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { project(token, w); }, {"(1, 1, 8)", "(6, 4)"}));
+  const Tensor2 w8 = xt::zeros<float>({8, 4});
+  const Tensor1 bias = xt::zeros<float>({5});
+  EXPECT_TRUE(throws_invalid_argument([&] { project(x, w8, bias); }, {"(8, 4)", "(5)"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { project(token, w8, bias); }, {"(8, 4)", "(5)"}));
+}
+
 TEST(MultiHeadAttention, KeepsTheShapeOfBatchedInput) {
   MultiHeadAttention mha(16, 4, 0);
   const Tensor3 y = mha.forward(random_tokens(2, 5, 16, 1));

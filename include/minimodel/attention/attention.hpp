@@ -39,6 +39,18 @@ AttentionResult single_head_attention(const Tensor2& q, const Tensor2& k, const 
 
 // ---- Lab 01: multi-head attention --------------------------------------------------------------
 
+/// x @ w for every token: (B, T, d_in) @ (d_in, d_out) -> (B, T, d_out). One GEMM over all B·T
+/// tokens; a single token (B·T = 1) is one GEMV, which reads W once where a one-row GEMM would
+/// first copy all of W into BLAS's packed layout. Labs 05, 06 and 08 project with it too.
+/// @throws std::invalid_argument if x's width d_in is not w's row count; the message names both
+///         shapes.
+Tensor3 project(const Tensor3& x, const Tensor2& w);
+
+/// x @ w + bias: the same, then bias (d_out) added to every token.
+/// @throws std::invalid_argument as above, or if bias is not (d_out); the message names both
+///         shapes.
+Tensor3 project(const Tensor3& x, const Tensor2& w, const Tensor1& bias);
+
 /// (B, T, d_model) -> (B, H, T, d_head): column block h of the last axis becomes head h.
 /// @throws std::invalid_argument if d_model is not divisible by n_heads.
 Tensor4 split_heads(const Tensor3& x, std::size_t n_heads);

@@ -1,4 +1,5 @@
 // Lab 01 reference: multi-head attention with one big projection matrix per role.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -32,14 +33,6 @@ void check_forward_inputs(const std::string& x_shape, std::size_t width, std::si
     throw std::invalid_argument("MultiHeadAttention::forward: mask is " + shape_of(*mask) +
                                 " but x is " + x_shape + "; the mask must be (T, T) = (" +
                                 std::to_string(T) + ", " + std::to_string(T) + ")");
-}
-
-// x: (B, T, d_in) @ w: (d_in, d_out) -> (B, T, d_out), as one GEMM over all B*T tokens.
-Tensor3 project(const Tensor3& x, const Tensor2& w) {
-  const std::size_t B = x.shape(0), T = x.shape(1);
-  Tensor2 rows = xt::reshape_view(x, std::array<std::size_t, 2>{B * T, x.shape(2)});
-  Tensor2 projected = xt::linalg::dot(rows, w);  // (B*T, d_out)
-  return xt::reshape_view(projected, std::array<std::size_t, 3>{B, T, w.shape(1)});
 }
 
 }  // namespace
@@ -95,7 +88,35 @@ Tensor3 merge_heads(const Tensor4& heads) {
   return xt::reshape_view(by_token, std::array<std::size_t, 3>{B, T, H * d_head});
 }
 
-// ---- Block C: forward --------------------------------------------------------------------------
+// ---- Block C: project and forward --------------------------------------------------------------
+
+// x: (B, T, d_in) @ w: (d_in, d_out) -> (B, T, d_out)
+Tensor3 project(const Tensor3& x, const Tensor2& w) {
+  if (x.shape(2) != w.shape(0))
+    throw std::invalid_argument("project: x is " + shape_of(x) + " but w is " + shape_of(w) +
+                                "; x's width must be w's row count");
+  const std::size_t B = x.shape(0), T = x.shape(1), d_out = w.shape(1);
+  if (B * T == 1) {  // one token: a GEMV reads W once; a one-row GEMM would first pack all of W
+    const Tensor1 token = xt::flatten(x);                           // (d_in)
+    const xt::xarray<float> projected = xt::linalg::dot(token, w);  // (d_out)
+    Tensor3 out = Tensor3::from_shape({1, 1, d_out});
+    std::copy(projected.begin(), projected.end(), out.begin());
+    return out;
+  }
+  Tensor2 rows = xt::reshape_view(x, std::array<std::size_t, 2>{B * T, x.shape(2)});
+  Tensor2 projected = xt::linalg::dot(rows, w);  // (B*T, d_out), one GEMM
+  return xt::reshape_view(projected, std::array<std::size_t, 3>{B, T, d_out});
+}
+
+// x: (B, T, d_in) @ w: (d_in, d_out) + bias: (d_out) -> (B, T, d_out)
+Tensor3 project(const Tensor3& x, const Tensor2& w, const Tensor1& bias) {
+  if (bias.size() != w.shape(1))
+    throw std::invalid_argument("project: w is " + shape_of(w) + " but bias is " + shape_of(bias) +
+                                "; it must be (d_out) = (" + std::to_string(w.shape(1)) + ")");
+  Tensor3 projected = project(x, w);  // (B, T, d_out)
+  projected += bias;                  // (d_out) broadcasts over the tokens
+  return projected;
+}
 
 // x: (B, T, d_model) -> (B, T, d_model); weights_: (B, H, T, T)
 Tensor3 MultiHeadAttention::forward(const Tensor3& x, const std::optional<Tensor2>& mask) {

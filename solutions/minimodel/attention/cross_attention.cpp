@@ -69,13 +69,9 @@ void check_forward_inputs(const Tensor3& query, const Tensor3& key, const Tensor
                                 "; it must be (B or 1, 1, T, S) = " + attn_mask_shape(B, T, S));
 }
 
-// x: (B, T, d_in) @ w: (d_in, d_out) + b: (d_out) -> (B, T, d_out), as one GEMM over all B*T rows.
+// Lab 01's project, plus the bias when the layer has one (bias=False leaves the biases empty).
 Tensor3 project(const Tensor3& x, const Tensor2& w, const std::optional<Tensor1>& b) {
-  const std::size_t B = x.shape(0), T = x.shape(1);
-  Tensor2 rows = xt::reshape_view(x, std::array<std::size_t, 2>{B * T, x.shape(2)});
-  Tensor2 projected = xt::linalg::dot(rows, w);  // (B*T, d_out)
-  if (b) projected += *b;                        // the bias broadcasts over the rows
-  return xt::reshape_view(projected, std::array<std::size_t, 3>{B, T, w.shape(1)});
+  return b ? minimodel::project(x, w, *b) : minimodel::project(x, w);
 }
 
 }  // namespace

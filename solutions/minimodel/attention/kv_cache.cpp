@@ -3,7 +3,6 @@
 #include <stdexcept>
 #include <string>
 
-#include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
 #include "minimodel/attention/attention.hpp"
@@ -16,22 +15,6 @@ namespace minimodel {
 namespace {
 
 std::string str(std::size_t n) { return std::to_string(n); }
-
-// x: (B, T, d_in) @ w: (d_in, d_out) -> (B, T, d_out), as one GEMM over all B*T tokens (lab 01).
-// One token is a GEMV: BLAS reads W once, where a one-row GEMM would first copy (pack) all of W.
-Tensor3 project(const Tensor3& x, const Tensor2& w) {
-  const std::size_t B = x.shape(0), T = x.shape(1);
-  if (B * T == 1) {
-    const Tensor1 token = xt::flatten(x);                 // (d_in)
-    const Tensor1 projected = xt::linalg::dot(token, w);  // (d_out)
-    Tensor3 out = Tensor3::from_shape({1, 1, w.shape(1)});
-    std::copy(projected.begin(), projected.end(), out.begin());
-    return out;
-  }
-  Tensor2 rows = xt::reshape_view(x, std::array<std::size_t, 2>{B * T, x.shape(2)});
-  Tensor2 projected = xt::linalg::dot(rows, w);  // (B*T, d_out)
-  return xt::reshape_view(projected, std::array<std::size_t, 3>{B, T, w.shape(1)});
-}
 
 // The checks forward_step and forward share: x (B, T, d_model) and positions (B, T).
 void check_tokens(const std::string& where, const Tensor3& x, const BatchPositions& positions,

@@ -5,7 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
 #include "minimodel/attention/attention.hpp"
@@ -33,14 +32,6 @@ void check_apply_inputs(const std::string& x_shape, std::size_t T, std::size_t w
           where + "positions[" + std::to_string(t) + "] is " + std::to_string(p) +
           " but must be in [0, max_seq_len) with max_seq_len " + std::to_string(max_seq_len));
   }
-}
-
-// x: (B, T, d_in) @ w: (d_in, d_out) -> (B, T, d_out), as one GEMM over all B*T tokens (lab 01).
-Tensor3 project(const Tensor3& x, const Tensor2& w) {
-  const std::size_t B = x.shape(0), T = x.shape(1);
-  Tensor2 rows = xt::reshape_view(x, std::array<std::size_t, 2>{B * T, x.shape(2)});
-  Tensor2 projected = xt::linalg::dot(rows, w);  // (B*T, d_out)
-  return xt::reshape_view(projected, std::array<std::size_t, 3>{B, T, w.shape(1)});
 }
 
 }  // namespace

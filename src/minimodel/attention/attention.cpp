@@ -56,7 +56,25 @@ Tensor3 merge_heads(const Tensor4& heads) {
       "labs/01-multi-head-attention.md");
 }
 
-// ---- Block C: forward --------------------------------------------------------------------------
+// ---- Block C: project and forward --------------------------------------------------------------
+
+// x: (B, T, d_in) @ w: (d_in, d_out) -> (B, T, d_out)
+Tensor3 project(const Tensor3& x, const Tensor2& w) {
+  // TODO(lab 01, Block C): implement project (check the shapes, one GEMM over all B*T tokens, a
+  // GEMV for a single token) — see labs/01-multi-head-attention.md
+  throw Todo(
+      "TODO(lab 01, Block C): implement project (check the shapes, one GEMM over all B*T tokens, "
+      "a GEMV for a single token) — see labs/01-multi-head-attention.md");
+}
+
+// x: (B, T, d_in) @ w: (d_in, d_out) + bias: (d_out) -> (B, T, d_out)
+Tensor3 project(const Tensor3& x, const Tensor2& w, const Tensor1& bias) {
+  // TODO(lab 01, Block C): implement project with a bias (check its shape, project, add it to
+  // every token) — see labs/01-multi-head-attention.md
+  throw Todo(
+      "TODO(lab 01, Block C): implement project with a bias (check its shape, project, add it to "
+      "every token) — see labs/01-multi-head-attention.md");
+}
 
 // x: (B, T, d_model) -> (B, T, d_model); weights_: (B, H, T, T)
 Tensor3 MultiHeadAttention::forward(const Tensor3& x, const std::optional<Tensor2>& mask) {
