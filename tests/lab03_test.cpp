@@ -21,6 +21,7 @@ namespace {
 using testing::random_tokens;
 
 using testing::all_close;
+using testing::kTorchTolerance;
 using testing::throws_invalid_argument;
 
 // float32 sums of O(10) products of O(1) numbers: errors near 1e-6, so 1e-5 is a real bound.
@@ -32,8 +33,6 @@ constexpr double kEquivalenceTolerance = 1e-6;
 // Masked keys get exactly zero weight, so earlier positions cannot see a later change at all;
 // 1e-6 only allows for a different summation order (as in lab 02).
 constexpr double kCausalTolerance = 1e-6;
-// Parity with torch: fixtures are float32 results of a float64 run; 1e-5 absolute as labs 01-02.
-constexpr double kTorchTolerance = 1e-5;
 
 // A layer with unit-scale random weights (peakier attention than GPT-2's 0.02 init), biases
 // N(0, bias_std²); bias_std = 0 gives zero biases.

@@ -21,6 +21,7 @@ using testing::random_tokens;
 
 using testing::all_close;
 using testing::Fixture;
+using testing::kTorchTolerance;
 using testing::throws_invalid_argument;
 
 // Row statistics of a normalised row: a float32 sum of d_model = 16..64 terms of size <= 4 rounds
@@ -28,9 +29,6 @@ using testing::throws_invalid_argument;
 // for the rows used here (var >= 1); 1e-5 for the mean and 2e-5 for the variance bound both.
 constexpr double kMeanTolerance = 1e-5;
 constexpr double kVarianceTolerance = 2e-5;
-// Parity with torch: fixtures are float32 roundings of a float64 run, outputs are O(1), and a
-// float32 block reaches about 1e-6; 1e-5 absolute leaves a 10x margin (tests/fixtures/README.md).
-constexpr double kTorchTolerance = 1e-5;
 
 // (B, T, d_model) -> (B, T): the mean and the biased variance of every row, in double.
 xt::xtensor<double, 2> row_means(const Tensor3& y) {

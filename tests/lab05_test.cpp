@@ -26,6 +26,7 @@ using testing::random_tokens;
 
 using testing::all_close;
 using testing::Fixture;
+using testing::kTorchTolerance;
 using testing::throws_invalid_argument;
 
 constexpr float kTheta = 10000.0f;
@@ -350,9 +351,8 @@ TEST(RopeSelfAttention, RejectsInputsOfTheWrongShape) {
 
 // ---- Parity with an explicit RoPE in torch (float64) + causal nn.MultiheadAttention -------------
 
-// Parity with torch: fixtures are float32 roundings of a float64 run, and the tables are built
-// from double angles, so 1e-5 absolute leaves ~10x headroom over float32 rounding of O(1) values.
-constexpr double kTorchTolerance = 1e-5;
+// Parity with torch, to kTorchTolerance absolute (support/fixtures.hpp): the tables are built
+// from double angles, so RoPE adds no error of its own beyond float32 rounding of O(1) values.
 
 // positions.npy of a fixture: int64, (T,).
 Positions fixture_positions(const std::string& name) {

@@ -25,13 +25,11 @@ namespace {
 using testing::random_tokens;
 
 using testing::all_close;
+using testing::kTorchTolerance;
 using testing::throws_invalid_argument;
 
 // float32 sums of O(10) products of O(1) numbers: errors near 1e-6, so 1e-5 is a real bound.
 constexpr double kTolerance = 1e-5;
-// Fixtures are float32 roundings of a float64 torch run (tests/fixtures/README.md): a float32
-// implementation reaches ~1e-6, so 1e-5 absolute leaves headroom and still catches any slip.
-constexpr double kTorchTolerance = 1e-5;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 std::optional<Tensor1> random_bias(std::size_t d_model, int seed) {

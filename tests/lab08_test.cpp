@@ -21,6 +21,7 @@ namespace {
 
 using testing::all_close;
 using testing::Fixture;
+using testing::kTorchTolerance;
 using testing::random_tokens;
 using testing::throws_invalid_argument;
 
@@ -37,10 +38,6 @@ template <class A, class E>
   const double scale = std::max(1.0, double(xt::amax(xt::abs(e))()));
   return all_close(a / scale, e / scale, kTolerance) << " (compared at scale " << scale << ")";
 }
-
-// Torch ran in float64 on the same float32 inputs; the fixtures are rounded to float32 (as
-// support/torch_parity.hpp's kTorchTolerance, ~100x the rounding of O(1) outputs).
-constexpr double kTorchTolerance = 1e-5;
 
 constexpr float kTheta = 10000.0f;
 

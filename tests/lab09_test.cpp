@@ -25,6 +25,7 @@ namespace {
 
 using testing::all_close;
 using testing::Fixture;
+using testing::kTorchTolerance;
 using testing::random_tokens;
 using testing::throws_invalid_argument;
 
@@ -138,8 +139,8 @@ void expect_gradients_match_finite_differences(
 //
 // Torch ran in float64 on the same float32 inputs and its gradients were rounded to float32. Ours
 // run in float32 through a few matrix products of width ≤ 8, each adding a few units in the last
-// place (6e-8) of values up to ~10: 1e-5 of the scale max(1, max |expected|) leaves ~20x headroom.
-constexpr double kTorchTolerance = 1e-5;
+// place (6e-8) of values up to ~10: so kTorchTolerance (support/fixtures.hpp) is applied to the
+// scale max(1, max |expected|) here, where it leaves ~20x headroom.
 
 MhaParams<float> fixture_params(const Fixture& fixture) {
   return {fixture.array<2>("w_q"),

@@ -12,6 +12,14 @@
 
 namespace minimodel::testing {
 
+/// Parity with a PyTorch fixture. Torch ran in float64 on the same float32 inputs and its results
+/// were rounded to float32 (tests/fixtures/README.md), so a fixture is off by at most half a unit
+/// in the last place, 6e-8 for O(1) values, and a float32 implementation of the fixtures' small
+/// cases lands about 1e-6 from it. 1e-5 leaves ~10x headroom over that and still catches any real
+/// slip. It is an absolute bound for O(1) outputs; tests whose values reach ~10 apply it to
+/// max(1, max |expected|) instead (lab 09's close_at_scale).
+inline constexpr double kTorchTolerance = 1e-5;
+
 /// tests/fixtures/, where scripts/make_fixtures.py writes one folder per case.
 inline std::filesystem::path fixtures_dir() {
   return workbench::source_dir() / "tests" / "fixtures";

@@ -12,12 +12,9 @@
 
 namespace minimodel::testing {
 
-/// Parity with torch.nn.MultiheadAttention. Fixtures are float32 results of a float64 torch run,
-/// so 1e-5 absolute leaves ~100x headroom over the float32 rounding of O(1) outputs.
-constexpr double kTorchTolerance = 1e-5;
-
-/// `causal_mask_of` builds the (T, T) mask of a causal case: lab 02's causal_mask, passed by lab
-/// 02's tests, so that lab 01's tests (non-causal cases only) need no code of lab 02.
+/// Parity with torch.nn.MultiheadAttention on fixture `name`, output and weights to
+/// kTorchTolerance. `causal_mask_of` builds the (T, T) mask of a causal case: lab 02's causal_mask,
+/// passed by lab 02's tests, so that lab 01's tests (non-causal cases only) need no code of lab 02.
 inline void expect_matches_torch(const std::string& name,
                                  const std::function<Tensor2(std::size_t)>& causal_mask_of = {}) {
   SCOPED_TRACE("fixture " + name);
