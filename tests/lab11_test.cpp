@@ -17,11 +17,14 @@
 #include "minimodel/precision/half_precision.hpp"
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
+#include "tensors/attention_float64.hpp"
 
 namespace minimodel {
 namespace {
 
 using testing::throws_invalid_argument;
+using workbench::attention_float64;
+using workbench::max_abs_error;
 
 std::uint32_t bits_of(float x) {
   std::uint32_t bits;
@@ -237,34 +240,6 @@ Tensor2 random_rows(std::size_t rows, std::size_t d, int seed) {
   return xt::random::randn<float>({rows, d});
 }
 
-// softmax(q kᵀ / sqrt(d) + mask) v in double, from the float inputs as given: the truth the
-// precisions are measured against.
-xt::xtensor<double, 2> attention_in_double(const Tensor2& q, const Tensor2& k, const Tensor2& v) {
-  const std::size_t T = q.shape(0), S = k.shape(0), d = q.shape(1);
-  xt::xtensor<double, 2> out = xt::zeros<double>({T, v.shape(1)});
-  std::vector<double> w(S);
-  for (std::size_t t = 0; t < T; ++t) {
-    double max = -HUGE_VAL, sum = 0;
-    for (std::size_t s = 0; s < S; ++s) {
-      double dot = 0;
-      for (std::size_t i = 0; i < d; ++i) dot += double(q(t, i)) * double(k(s, i));
-      w[s] = dot / std::sqrt(double(d));
-      max = std::max(max, w[s]);
-    }
-    for (double& x : w) sum += (x = std::exp(x - max));
-    for (std::size_t s = 0; s < S; ++s)
-      for (std::size_t j = 0; j < v.shape(1); ++j) out(t, j) += w[s] / sum * double(v(s, j));
-  }
-  return out;
-}
-
-double max_abs_error(const Tensor2& actual, const xt::xtensor<double, 2>& truth) {
-  double worst = 0;
-  for (std::size_t i = 0; i < actual.size(); ++i)
-    worst = std::max(worst, std::abs(double(actual.flat(i)) - truth.flat(i)));
-  return worst;
-}
-
 TEST(AttentionIn, InFp32IsLab00sSingleHeadAttention) {
   const Tensor2 q = random_rows(6, 8, 1), k = random_rows(9, 8, 2), v = random_rows(9, 5, 3);
   Tensor2 mask = xt::zeros<float>({6, 9});
@@ -304,7 +279,7 @@ TEST(AttentionIn, Fp32AccumulationKeepsLongRowsAccurate) {
   // a sum rounded after each addition can lose up to n · u, and in practice about sqrt(n) · u.
   const Tensor2 q = random_rows(4, 64, 7), k = random_rows(4096, 64, 8),
                 v = random_rows(4096, 8, 9);
-  const auto truth = attention_in_double(q, k, v);
+  const auto truth = attention_float64(q, k, v);
   for (const Precision p : {Precision::bf16, Precision::fp16}) {
     const double mixed = max_abs_error(attention_in(q, k, v, std::nullopt, Kernel{p, true}), truth);
     const double pure = max_abs_error(attention_in(q, k, v, std::nullopt, Kernel{p, false}), truth);

@@ -22,6 +22,7 @@
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/precision/half_precision.hpp"
+#include "tensors/attention_float64.hpp"
 
 using lab_setup::kSeed;
 using lab_setup::normal_rows;
@@ -29,10 +30,11 @@ using minimodel::Kernel;
 using minimodel::Positions;
 using minimodel::Precision;
 using minimodel::Tensor2;
+using workbench::attention_float64;
+using workbench::Matrix64;
+using workbench::max_abs_error;
 
 namespace {
-
-using Matrix64 = xt::xtensor<double, 2>;
 
 // Error against length: T queries over S keys, q, k, v from N(0, 1); each S takes the first S
 // keys and values of one draw, so that a longer row adds keys to a shorter one. The kernels
@@ -117,36 +119,6 @@ workbench::LineSeries drawable(const std::vector<double>& x, const std::vector<d
     series.y.push_back(y[i]);
   }
   return series;
-}
-
-// softmax(q kᵀ / sqrt(d_head)) v in double from the float inputs as given: the truth.
-// q: (T, d_head), k: (S, d_head), v: (S, d_v) -> (T, d_v)
-Matrix64 attention_double(const Tensor2& q, const Tensor2& k, const Tensor2& v) {
-  const std::size_t T = q.shape(0), S = k.shape(0), d = q.shape(1), d_v = v.shape(1);
-  Matrix64 out = xt::zeros<double>({T, d_v});
-  std::vector<double> w(S);
-  for (std::size_t t = 0; t < T; ++t) {
-    double max = -HUGE_VAL, sum = 0.0;
-    for (std::size_t s = 0; s < S; ++s) {
-      double dot = 0.0;
-      for (std::size_t i = 0; i < d; ++i) dot += double(q(t, i)) * double(k(s, i));
-      w[s] = dot / std::sqrt(double(d));
-      max = std::max(max, w[s]);
-    }
-    for (double& x : w) sum += (x = std::exp(x - max));
-    for (std::size_t s = 0; s < S; ++s)
-      for (std::size_t j = 0; j < d_v; ++j) out(t, j) += w[s] / sum * double(v(s, j));
-  }
-  return out;
-}
-
-double max_abs_error(const Tensor2& actual, const Matrix64& truth) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    const double diff = std::abs(double(actual.flat(i)) - truth.flat(i));
-    worst = std::max(worst, std::isnan(diff) ? HUGE_VAL : diff);  // std::max would drop a NaN
-  }
-  return worst;
 }
 
 // Where a sweep of the logit L over the grid stops giving a finite output.
@@ -279,7 +251,7 @@ int main(int argc, char** argv) {
     for (const std::size_t S : kLengths) {
       const Tensor2 k = xt::view(k_all, xt::range(0, S), xt::all());  // (S, d_head)
       const Tensor2 v = xt::view(v_all, xt::range(0, S), xt::all());  // (S, d_v)
-      const Matrix64 truth = attention_double(q, k, v);               // (T, d_v)
+      const Matrix64 truth = attention_float64(q, k, v);              // (T, d_v)
       lengths.push_back(double(S));
       std::string line = format("%8.0f", double(S));
       nlohmann::json row = {{"S", S}};
