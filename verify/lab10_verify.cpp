@@ -3,7 +3,9 @@
 // Checks: the loss on the second copy falls far below log V while the random tokens' stays near
 // it; the trained model predicts the second copy; a layer-0 head attends to the previous token and
 // a layer-1 head to the token after the earlier occurrence of the current one (an induction head);
-// the checkpoint reads back bit for bit.
+// the checkpoint reads back bit for bit. Measured, not checked: how much of a copy the model
+// generates right from its own output, on sequences whose tokens before the copy are all distinct
+// and on sequences where one occurs twice (workbench/generate/copy_accuracy.hpp).
 // Writes loss_log.csv while it trains (progress on stderr: a bar, or a line every 5 %), the
 // checkpoint folder, loss_curves.png, attention.png (every head before and after training) and
 // head_scores.png.
@@ -25,6 +27,7 @@
 #include "figures/bar_chart.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
+#include "generate/copy_accuracy.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/model/tiny_transformer.hpp"
 #include "verify_frame/step_progress.hpp"
@@ -60,6 +63,8 @@ constexpr double kHeadThreshold = 0.5;
 // be predicted: their loss stays near log V, and a model that memorised its batches would fall
 // below 0.9 log V. Greedy predictions of the second copy: the reference gets 91% right.
 constexpr double kCopiedFraction = 0.2, kRandomFraction = 0.9, kAccuracy = 0.8;
+// Greedy copying, measured: this many held-out sequences of each segment length and each kind.
+constexpr std::size_t kCopyingPerKind = 6;
 
 // The mean loss of a batch's predictions whose target is a random token (before the second copy)
 // and of those whose target is a copy (in the second copy, after its first token, which nothing
@@ -122,6 +127,88 @@ std::string fixed(double value, int decimals = 3) {
   return text;
 }
 
+std::string percent(const workbench::CopyScore& score) {
+  return std::to_string(score.right) + " of " + std::to_string(score.tokens) + " tokens right (" +
+         fixed(100.0 * score.accuracy(), 1) + "%) in " + std::to_string(score.sequences) +
+         " sequences";
+}
+
+nlohmann::json as_json(const workbench::CopyScore& score) {
+  return {{"sequences", score.sequences},
+          {"tokens", score.tokens},
+          {"right", score.right},
+          {"accuracy", score.accuracy()}};
+}
+
+// Prints and records both accuracies, how many first errors follow a token that occurs twice before
+// the second copy, and one such error in full. The manifest also gets each kind's tokens right per
+// segment length and every first error.
+void report_copying(workbench::VerifyRun& run, const minimodel::CopyBatch& sequences,
+                    const workbench::CopyAccuracy& copied) {
+  std::size_t after_repeat = 0;
+  const workbench::CopyError* example = nullptr;
+  nlohmann::json errors = nlohmann::json::array();
+  for (const workbench::CopyError& error : copied.errors) {
+    if (error.earlier.size() >= 2) {
+      ++after_repeat;
+      if (!example) example = &error;
+    }
+    errors.push_back({{"sequence", error.sequence},
+                      {"segment", sequences.segment[error.sequence]},
+                      {"position", error.position},
+                      {"expected", error.expected},
+                      {"generated", error.generated},
+                      {"matched", error.matched},
+                      {"matched_before_the_copy_at", error.earlier}});
+  }
+  nlohmann::json by_segment = nlohmann::json::array();
+  for (std::size_t n = kLength / 4; n <= kLength / 2; ++n) {
+    workbench::CopyScore distinct, repeated;
+    for (std::size_t b = 0; b < sequences.tokens.size(); ++b)
+      if (sequences.segment[b] == n) {
+        workbench::CopyScore& kind =
+            workbench::distinct_before_copy(sequences.tokens[b], n) ? distinct : repeated;
+        ++kind.sequences, kind.tokens += n - 1, kind.right += copied.right[b];
+      }
+    by_segment.push_back({{"segment", n},
+                          {"distinct_before_copy", as_json(distinct)},
+                          {"repeated_before_copy", as_json(repeated)}});
+  }
+  run.print("Greedy copying (measured, not checked): " + std::to_string(sequences.tokens.size()) +
+            " more held-out sequences, " + std::to_string(kCopyingPerKind) +
+            " of each segment length and kind, each given up to the first token of its second "
+            "copy; the model continues it from its own output, as workbook generate does.");
+  run.print("  tokens before the second copy all distinct:  " + percent(copied.distinct));
+  run.print("  a token occurring twice before the copy:     " + percent(copied.repeated));
+  run.print("  " + std::to_string(copied.errors.size()) +
+            " sequences have an error; at the first, " + std::to_string(after_repeat) +
+            " follow a token that occurs two or more times before the second copy.");
+  if (example) {
+    const std::vector<std::size_t>& tokens = sequences.tokens[example->sequence];
+    const std::size_t second = tokens.size() - sequences.segment[example->sequence];
+    std::string line = "  For example:";
+    for (std::size_t t = 0; t < tokens.size(); ++t)
+      line += std::string(t == second ? " |" : "") + " " + std::to_string(tokens[t]);
+    run.print(line + "  (| marks the second copy)");
+    std::string where;
+    for (const std::size_t j : example->earlier)
+      where += (where.empty() ? "" : ", ") + std::to_string(j) + " (then " +
+               std::to_string(tokens[j + 1]) + ")";
+    run.print("  At position " + std::to_string(example->position) + " the copy has " +
+              std::to_string(example->expected) + " but the model wrote " +
+              std::to_string(example->generated) + ". The token before it, " +
+              std::to_string(example->matched) + ", stands before the second copy at " + where +
+              ".");
+  }
+  run.print("  (manifest.json: greedy_copying, by segment length and with every first error)");
+  run.measure("greedy_copying", {{"distinct_before_copy", as_json(copied.distinct)},
+                                 {"repeated_before_copy", as_json(copied.repeated)},
+                                 {"sequences_with_an_error", copied.errors.size()},
+                                 {"first_error_after_a_repeated_token", after_repeat},
+                                 {"by_segment", by_segment},
+                                 {"first_errors", errors}});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,7 +230,9 @@ int main(int argc, char** argv) {
                                  {"learning_rate", kLearningRate},
                                  {"init_seed", lab_setup::kSeed},
                                  {"data_seed", lab_setup::kSeed + 1},
-                                 {"held_out_seed", lab_setup::kSeed + 2}};
+                                 {"held_out_seed", lab_setup::kSeed + 2},
+                                 {"copying_seed", lab_setup::kSeed + 3},
+                                 {"copying_per_kind", kCopyingPerKind}};
   return lab_setup::run(argc, argv, lab_setup::kSeed, config, [&](workbench::VerifyRun& run) {
     const double log_v = std::log(double(model.vocab));
     run.print("Training on the copying task: sequences of " + std::to_string(kLength) +
@@ -267,6 +356,21 @@ int main(int argc, char** argv) {
     run.check("greedy predictions of the second copy are right at least 80% of the time",
               accuracy >= kAccuracy, accuracy,
               std::to_string(right) + " of " + std::to_string(predictions) + " right");
+
+    // ---- Greedy copying, by kind of sequence (measured, not checked) ----
+    // Check 3 gives the model the true tokens before each prediction; here it continues the copy
+    // from its own output, as `workbook generate` does, on sequences of both kinds.
+    std::mt19937_64 copying_data(lab_setup::kSeed + 3);
+    const minimodel::CopyBatch copying =
+        workbench::balanced_copy_sequences(kCopyingPerKind, kLength, model.vocab, copying_data);
+    const workbench::CopyAccuracy copied =
+        workbench::copy_accuracy(copying, [&](const std::vector<std::size_t>& context) {
+          ModelTape<float> context_tape;
+          const xt::xtensor<float, 3> next =
+              minimodel::model_forward(params, model.n_heads, {context}, context_tape);
+          return std::size_t(xt::argmax(xt::view(next, 0, context.size() - 1))());
+        });
+    report_copying(run, copying, copied);
 
     // ---- The heads ----
     const HeadScores trained = head_scores(tape, test);
