@@ -59,6 +59,9 @@ void check_kernel_inputs(MatrixView q, MatrixView k, MatrixView v, MutableMatrix
   if (options.mask && (options.mask->shape(0) != q.rows || options.mask->shape(1) != k.rows))
     throw std::invalid_argument("tiled_attention: mask is " + shape_of(*options.mask) +
                                 " but must be (T, S) = " + shape(q.rows, k.rows));
+  if (options.key_bias && options.key_bias->size() != k.rows)
+    throw std::invalid_argument("tiled_attention: key_bias is " + shape_of(*options.key_bias) +
+                                " but must be (S) = (" + std::to_string(k.rows) + ")");
   if (options.causal && q.rows != k.rows)
     throw std::invalid_argument("tiled_attention: causal needs T = S, but q is " +
                                 shape(q.rows, q.cols) + " and k " + shape(k.rows, k.cols));
@@ -212,13 +215,14 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
 
       for (std::size_t i = 0; i < nq; ++i) {
         float* row = scores + i * bk;
-        // 4. Masks: a removed key's score becomes -inf; another mask value is added.
+        // 4. Masks: a removed key's score becomes -inf; another mask or key_bias value is added.
         for (std::size_t j = 0; j < nk; ++j) {
           if (options.causal && k0 + j > first_query + q0 + i) {
             row[j] = kMinusInfinity;
-          } else if (options.mask) {
-            const float m = (*options.mask)(q0 + i, k0 + j);
-            row[j] = m <= kMaskedScore ? kMinusInfinity : row[j] + m;
+          } else if (options.mask || options.key_bias) {
+            const float m = options.mask ? (*options.mask)(q0 + i, k0 + j) : 0.0f;
+            const float b = options.key_bias ? (*options.key_bias)(k0 + j) : 0.0f;
+            row[j] = m <= kMaskedScore || b <= kMaskedScore ? kMinusInfinity : row[j] + m + b;
           }
         }
         // 5. Online softmax, a tile row at a time: the new max, the rescale of what the row has
@@ -438,7 +442,7 @@ Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& q
                           const Tensor3& key, const Tensor3& value,
                           const CrossAttentionOptions& options, bool causal, Tiles tiles) {
   check_cross_inputs(layer, query, key, value, options, causal, tiles);
-  const std::size_t B = query.shape(0), T = query.shape(1), S = key.shape(1);
+  const std::size_t B = query.shape(0), T = query.shape(1);
   const std::size_t H = layer.n_heads(), d_model = layer.d_model(), d_head = layer.d_head();
 
   // 1. Project each role with its own input and bias, as lab 06 does.
@@ -469,25 +473,23 @@ Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& q
   };
 
   Tensor3 context = Tensor3::from_shape({B, T, d_model});  // heads side by side: merged already
-  const bool masked = options.key_padding_mask || options.attn_mask;
-  Tensor2 additive;  // (T, S), if masked: reused by every sequence
+  const auto& attn_mask = options.attn_mask;
+  const auto& padding = options.key_padding_mask;
+  Tensor2 additive;  // (T, S), the attn_mask's values for a sequence: once if the batch shares it
+  if (attn_mask && attn_mask->shape(0) == 1) additive = xt::view(*attn_mask, 0, 0);
+  Tensor1 key_bias;  // (S), a sequence's key padding: 0, or kMaskedScore for a padded key
   const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
   for (std::size_t b = 0; b < B; ++b) {
-    // 3. This sequence's additive table: the attn_mask's values (it may be shared by the batch),
-    //    and kMaskedScore in the columns of padded keys. The kernel removes both.
-    if (masked) {
-      const auto& m = options.attn_mask;
-      additive = m ? Tensor2(xt::view(*m, m->shape(0) == 1 ? 0 : b, 0))
-                   : Tensor2(xt::zeros<float>({T, S}));
-      if (const auto& padding = options.key_padding_mask)
-        for (std::size_t s = 0; s < S; ++s)
-          if ((*padding)(b, s)) xt::view(additive, xt::all(), s) = kMaskedScore;
-    }
+    // 3. This sequence's masks: the attn_mask's values as a (T, S) table, and the padded keys as a
+    //    per-key bias, never a table. The kernel removes the keys at kMaskedScore in either.
+    if (attn_mask && attn_mask->shape(0) != 1) additive = xt::view(*attn_mask, b, 0);
+    if (padding) key_bias = xt::where(xt::view(*padding, b), kMaskedScore, 0.0f);
     // 4. Each head with the kernel, writing its columns of the context; heads on the threads.
     const BlasThreads one_blas_thread(1);
     parallel_for(H, threads, [&](std::size_t h, std::size_t) {
       TiledOptions tiled;
-      tiled.mask = masked ? &additive : nullptr;
+      tiled.mask = attn_mask ? &additive : nullptr;
+      tiled.key_bias = padding ? &key_bias : nullptr;
       tiled.causal = causal;
       tiled.tiles = tiles;
       tiled_attention(head(q, q_heads, b, h), head(k, k_heads, b, h), head(v, std::nullopt, b, h),
