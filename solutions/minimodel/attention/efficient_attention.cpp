@@ -390,29 +390,11 @@ namespace {
 void check_cross_inputs(const MultiheadCrossAttention& layer, const Tensor3& query,
                         const Tensor3& key, const Tensor3& value,
                         const CrossAttentionOptions& options, bool causal, const Tiles& tiles) {
+  // Lab 06's checks of the inputs and masks, under this function's name; then lab 07's own.
+  detail::check_cross_attention_inputs("efficient_forward", query, key, value, layer.d_model(),
+                                       options);
   const std::string where = "efficient_forward: ";
-  const std::size_t d_model = layer.d_model();
-  for (const auto& [name, x] : {std::pair{"query", &query}, {"key", &key}, {"value", &value}})
-    if (x->shape(2) != d_model)
-      throw std::invalid_argument(where + name + " is " + shape_of(*x) + " but d_model is " +
-                                  std::to_string(d_model));
-  if (key.shape(0) != query.shape(0) || value.shape(0) != query.shape(0))
-    throw std::invalid_argument(where + "query is " + shape_of(query) + " but key is " +
-                                shape_of(key) + " and value is " + shape_of(value) +
-                                "; the batch sizes must match");
-  if (value.shape(1) != key.shape(1))
-    throw std::invalid_argument(where + "key is " + shape_of(key) + " but value is " +
-                                shape_of(value) + "; they need one row per key");
-  const std::size_t B = query.shape(0), T = query.shape(1), S = key.shape(1);
-  if (const auto& m = options.key_padding_mask; m && (m->shape(0) != B || m->shape(1) != S))
-    throw std::invalid_argument(where + "key_padding_mask is " + shape_of(*m) +
-                                " but must be (B, S) = " + shape(B, S));
-  if (const auto& m = options.attn_mask;
-      m && !((m->shape(0) == B || m->shape(0) == 1) && m->shape(1) == 1 && m->shape(2) == T &&
-             m->shape(3) == S))
-    throw std::invalid_argument(where + "attn_mask is " + shape_of(*m) +
-                                " but must be (B or 1, 1, T, S) = (" + std::to_string(B) +
-                                " or 1, 1, " + std::to_string(T) + ", " + std::to_string(S) + ")");
+  const std::size_t T = query.shape(1), S = key.shape(1);
   if (causal && T != S)
     throw std::invalid_argument(where + "causal needs T = S, but query is " + shape_of(query) +
                                 " and key " + shape_of(key));
