@@ -1,12 +1,18 @@
 // Lab 07's tuned efficient_forward (workbench/fast_attention) against the plain reference it
 // speeds up (solutions/minimodel/attention/efficient_attention.cpp): the same outputs on several
-// shapes, causal and not, with masks, on one thread and two.
+// shapes, causal and not, with masks, on one thread and two; and neither changes OpenBLAS's
+// process-wide thread count, as their headers promise.
+#include <dlfcn.h>
+
+#include <atomic>
 #include <cstddef>
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <cblas.h>  // OpenBLAS's own: openblas_{get,set}_num_threads
 #include <gtest/gtest.h>
 #include <xtensor/xview.hpp>
 
@@ -14,6 +20,20 @@
 #include "minimodel/attention/efficient_attention.hpp"
 #include "support/checks.hpp"
 #include "support/random_tokens.hpp"
+
+// Every call of openblas_set_num_threads in this program, the libraries linked into it included,
+// comes here first (the executable's definition interposes on OpenBLAS's), is counted, and goes on
+// to OpenBLAS's own.
+namespace {
+std::atomic<int> blas_thread_changes{0};
+}  // namespace
+
+extern "C" void openblas_set_num_threads(int threads) {
+  ++blas_thread_changes;
+  using Setter = void (*)(int);
+  static const Setter openblas = reinterpret_cast<Setter>(dlsym(RTLD_NEXT, __func__));
+  openblas(threads);
+}
 
 namespace minimodel {
 namespace {
@@ -144,6 +164,39 @@ TEST(FastAttention, RejectsWhatThePlainReferenceRejectsAndNoThreads) {
   cross.train();
   EXPECT_TRUE(throws_invalid_argument([&] { fast::efficient_forward(cross, q, kv, kv); },
                                       {"training", "dropout"}));
+}
+
+TEST(FastAttention, NeitherPathChangesOpenBlasThreads) {
+  // The plain reference calls BLAS on whatever count the process set; the tuned path runs threads
+  // of its own and leaves OpenBLAS's count to its caller. Two callers at once, on two threads of
+  // this test, see the count the test set, and each gets the plain reference's output.
+  openblas_set_num_threads(2);
+  ASSERT_EQ(blas_thread_changes.exchange(0), 1) << "the counting wrapper sees a call";
+  const int before = openblas_get_num_threads();
+  const MultiHeadAttention layer(64, 4, 76);
+  const MultiheadCrossAttention cross(64, 4, 77);
+  const Tensor3 x = random_tokens(1, 200, 64, 78);
+  CrossAttentionOptions padded;
+  padded.key_padding_mask = BoolTensor2(xt::zeros<bool>({1, 200}));
+  const Tensor3 plain = efficient_forward(layer, x, true);
+  const Tensor3 plain_cross = efficient_forward(cross, x, x, x, padded, true);
+  EXPECT_EQ(blas_thread_changes, 0) << "the plain reference set OpenBLAS's thread count";
+  Tensor3 tuned[2], tuned_cross[2];
+  const auto caller = [&](int i) {
+    fast::FastOptions options;
+    options.threads = 2;
+    tuned[i] = fast::efficient_forward(layer, x, true, options);
+    tuned_cross[i] = fast::efficient_forward(cross, x, x, x, padded, true, options);
+  };
+  std::thread first(caller, 0), second(caller, 1);
+  first.join();
+  second.join();
+  EXPECT_EQ(blas_thread_changes, 0) << "the tuned path set OpenBLAS's thread count";
+  EXPECT_EQ(openblas_get_num_threads(), before);
+  for (int i : {0, 1}) {
+    EXPECT_TRUE(all_close(tuned[i], plain, kTolerance));
+    EXPECT_TRUE(all_close(tuned_cross[i], plain_cross, kTolerance));
+  }
 }
 
 }  // namespace

@@ -101,6 +101,11 @@ inline Tensor2 tiled_attention(const Tensor2& q, const Tensor2& k, const Tensor2
 }
 
 // ---- Block C: multi-head attention that stores no weights --------------------------------------
+//
+// Threads: both efficient_forward run on the calling thread, and their SGEMMs (the kernel's
+// included) on whatever thread count the process gave OpenBLAS; they never read or change that
+// process-wide count, so two callers on two threads do not disturb each other. The reference's
+// tuned twin, workbench/fast_attention/fast_attention.hpp, takes a thread count of its own.
 
 /// Block C. Lab 01's layer on x (B, T, d_model) -> (B, T, d_model), equal to
 /// layer.forward(x, causal ? causal_mask(T) : none) but computed head by head with
