@@ -135,26 +135,44 @@ TEST(TiledAttention, EqualsSingleHeadAttentionWithAnAdditiveMask) {
 
 TEST(TiledAttention, EqualsSingleHeadAttentionWithAKeyPaddingMask) {
   // A key-padding mask removes whole columns: here keys 0-7, one whole key tile, so that every row
-  // starts with a tile that has no key left, and keys 25-29, the end of the last tile. Alone, and
-  // with causal, where query t < 8 has no key left at all (zeros; lab 00 would average it).
+  // starts with a tile that has no key left, and keys 25-29, the end of the last tile. Given as a
+  // (T, S) mask and as a key_bias of S floats: alone, and with causal, where query t < 8 has no key
+  // left at all (zeros; lab 00 would average it).
   const Tensor2 q = random_matrix(30, 8, 16), k = random_matrix(30, 8, 17),
                 v = random_matrix(30, 8, 18);
-  Tensor2 padding = xt::zeros<float>({30, 30});
-  xt::view(padding, xt::all(), xt::range(0, 8)) = kMaskedScore;
-  xt::view(padding, xt::all(), xt::range(25, 30)) = kMaskedScore;
-  TiledOptions options;
-  options.mask = &padding;
-  options.tiles = {8, 8};
-  EXPECT_TRUE(all_close(tiled_attention(q, k, v, options),
-                        single_head_attention(q, k, v, padding).output, kTolerance));
-
-  options.causal = true;
+  Tensor1 key_bias = xt::zeros<float>({30});
+  xt::view(key_bias, xt::range(0, 8)) = kMaskedScore;
+  xt::view(key_bias, xt::range(25, 30)) = kMaskedScore;
+  const Tensor2 padding = xt::zeros<float>({30, 30}) + key_bias;  // every row the same
   const Tensor2 both = xt::minimum(padding, causal_mask(30));
-  const Tensor2 out = tiled_attention(q, k, v, options);
-  EXPECT_TRUE(all_close(xt::view(out, xt::range(0, 8)), xt::zeros<float>({8, 8}), 0.0));
-  EXPECT_TRUE(all_close(xt::view(out, xt::range(8, 30)),
-                        xt::view(single_head_attention(q, k, v, both).output, xt::range(8, 30)),
-                        kTolerance));
+  for (const bool as_key_bias : {false, true}) {
+    SCOPED_TRACE(as_key_bias ? "as options.key_bias (S)" : "as options.mask (T, S)");
+    TiledOptions options;
+    options.key_bias = as_key_bias ? &key_bias : nullptr;
+    options.mask = as_key_bias ? nullptr : &padding;
+    options.tiles = {8, 8};
+    EXPECT_TRUE(all_close(tiled_attention(q, k, v, options),
+                          single_head_attention(q, k, v, padding).output, kTolerance));
+
+    options.causal = true;
+    const Tensor2 out = tiled_attention(q, k, v, options);
+    EXPECT_TRUE(all_close(xt::view(out, xt::range(0, 8)), xt::zeros<float>({8, 8}), 0.0));
+    EXPECT_TRUE(all_close(xt::view(out, xt::range(8, 30)),
+                          xt::view(single_head_attention(q, k, v, both).output, xt::range(8, 30)),
+                          kTolerance));
+  }
+
+  // A soft key_bias is added to every row's scores, on top of a mask's own values.
+  const Tensor1 soft = xt::view(random_matrix(1, 30, 19), 0);
+  Tensor2 mask = random_matrix(30, 30, 20);
+  mask(3, 4) = kMaskedScore;
+  TiledOptions options;
+  options.mask = &mask;
+  options.key_bias = &soft;
+  options.tiles = {8, 8};
+  const Tensor2 sum = mask + soft;  // (3, 4) stays -1e9 in float32: removed
+  EXPECT_TRUE(all_close(tiled_attention(q, k, v, options),
+                        single_head_attention(q, k, v, sum).output, kTolerance));
 }
 
 TEST(TiledAttention, CausalEqualsTheCausalMaskAndSkipsEveryTileAboveTheDiagonal) {
@@ -249,6 +267,11 @@ TEST(TiledAttention, RejectsMismatchedShapes) {
   masked.mask = &mask;
   EXPECT_TRUE(
       throws_invalid_argument([&] { tiled_attention(q, k, v, masked); }, {"(4, 5)", "(4, 6)"}));
+  const Tensor1 key_bias = xt::zeros<float>({5});
+  TiledOptions biased;
+  biased.key_bias = &key_bias;
+  EXPECT_TRUE(throws_invalid_argument([&] { tiled_attention(q, k, v, biased); },
+                                      {"key_bias", "(5)", "(6)"}));
   TiledOptions causal;
   causal.causal = true;
   EXPECT_TRUE(throws_invalid_argument([&] { tiled_attention(q, k, v, causal); },
@@ -437,12 +460,39 @@ TEST(EfficientCrossForward, EqualsLab06ForwardWithBiasesMasksTransformAndCausal)
 TEST(EfficientCrossForward, AllocatesNothingOfSizeTTimesS) {
   // The projections are (T, 32) and (S, 32), 128 KiB each at T = S = 1024; the bound is a quarter
   // of one head's (T, S) weights, 1 MiB. Lab 06's forward keeps every head's weights, 8 MiB here.
+  // Key padding is S floats per sequence, so it stays under the bound, causal or not; an attn_mask
+  // may cost one (T, S) table, never more than the mask passed in (4 MiB here).
   constexpr std::size_t T = 1024, d_model = 32;
+  constexpr std::size_t bound = T * T * sizeof(float) / 4, table = T * T * sizeof(float);
   const MultiheadCrossAttention layer = cross_layer(d_model, 2, 45);
   const Tensor3 x = random_tokens(1, T, d_model, 46);
-  efficient_forward(layer, x, x, x);  // a first call may set up reusable buffers
-  EXPECT_LT(workbench::peak_extra_heap_bytes([&] { efficient_forward(layer, x, x, x, {}, true); }),
-            T * T * sizeof(float) / 4);
+  BoolTensor2 padding = xt::zeros<bool>({std::size_t{1}, T});
+  xt::view(padding, 0, xt::range(T - 100, T)) = true;
+  CrossAttentionOptions padded;
+  padded.key_padding_mask = padding;
+  CrossAttentionOptions attn;
+  attn.attn_mask = Tensor4(xt::view(random_tokens(1, T, T, 47), xt::all(), xt::newaxis()));
+  CrossAttentionOptions both = attn;
+  both.key_padding_mask = padding;
+
+  struct MaskCase {
+    const char* name;
+    const CrossAttentionOptions& options;
+    bool causal;
+    std::size_t bound;
+  };
+  const CrossAttentionOptions none;
+  for (const MaskCase& c : {MaskCase{"no mask, causal", none, true, bound},
+                            MaskCase{"key padding", padded, false, bound},
+                            MaskCase{"key padding, causal", padded, true, bound},
+                            MaskCase{"attn_mask", attn, false, table + bound},
+                            MaskCase{"attn_mask and key padding", both, false, table + bound}}) {
+    SCOPED_TRACE(c.name);
+    efficient_forward(layer, x, x, x, c.options, c.causal);  // a first call may set up buffers
+    EXPECT_LT(workbench::peak_extra_heap_bytes(
+                  [&] { efficient_forward(layer, x, x, x, c.options, c.causal); }),
+              c.bound);
+  }
 }
 
 TEST(EfficientCrossForward, RejectsWhatForwardRejectsAndDropoutInTraining) {

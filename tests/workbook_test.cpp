@@ -692,7 +692,8 @@ TEST(WorkbookBench, QuickJsonReportsEveryShapeWithConsistentUnitsAndTheStoredWei
     }
     runs.insert({row.at("layer"), std::size_t(T), row.at("causal").get<bool>()});
   }
-  EXPECT_EQ(runs.size(), 8u) << "labs 01 and 07, two shapes each, causal and not";
+  EXPECT_EQ(runs.size(), 12u)
+      << "labs 01 and 07 and lab 07's tuned twin, two shapes each, causal and not";
   // OpenBLAS's SGEMM on (128, 128) in the same run: 2·n³ FLOPs over its time.
   const nlohmann::json& sgemm = report.at("machine").at("sgemm").at("reference");
   EXPECT_EQ(sgemm.at("n"), 128);
@@ -713,10 +714,13 @@ TEST(WorkbookBench, OneRepetitionReportsTheRunOfEveryShape) {
   ASSERT_EQ(run.status, 0) << run.stderr_text << table;
   EXPECT_NE(table.find(" cores, 1 run ("), std::string::npos) << table;
   std::istringstream lines(table);
-  std::size_t rows = 0;
-  for (std::string line; std::getline(lines, line);)
+  std::size_t rows = 0, tuned = 0;
+  for (std::string line; std::getline(lines, line);) {
     rows += line.rfind("lab01 reference", 0) == 0 || line.rfind("lab07 reference", 0) == 0;
+    tuned += line.rfind("lab07_tuned reference", 0) == 0;
+  }
   EXPECT_EQ(rows, 8u) << "labs 01 and 07, two shapes each, causal and not\n" << table;
+  EXPECT_EQ(tuned, 4u) << "lab 07's tuned twin, the same shapes\n" << table;
   EXPECT_NE(run.stderr_text.find("bench-reference: lab07/T:64/d_model:64/H:4/causal"),
             std::string::npos)
       << run.stderr_text;

@@ -8,7 +8,9 @@
 //   any of them                                        lab 06's MultiheadCrossAttention, with
 //                                                      lab 05's RoPE as its transform_qk
 //   no --attn-out                                      lab 07's efficient_forward for either
-//                                                      layer: no weights are ever formed
+//                                                      layer: no weights are ever formed (the
+//                                                      reference's tuned twin in
+//                                                      attend-reference: efficient_engine.hpp)
 //   --kv-heads N                                       lab 08's GroupedQueryAttention::forward
 //                                                      (causal, RoPE if asked; no lab 06 feature)
 //   --block                                            lab 04's attention_block around it
@@ -38,6 +40,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attend/attend_options.hpp"
+#include "attend/efficient_engine.hpp"
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/attention_block.hpp"
 #include "minimodel/attention/cross_attention.hpp"
@@ -340,7 +343,7 @@ Result attend(const workbench::AttendOptions& o) {
     attention = [&](const Tensor3& h) { return gqa->forward(h, positions.rows); };
   } else if (!general && o.attn_out.empty()) {
     mha.emplace(w_q, w_k, w_v, w_o, o.heads);
-    attention = [&](const Tensor3& h) { return minimodel::efficient_forward(*mha, h, o.causal); };
+    attention = [&](const Tensor3& h) { return workbench::efficient_attention(*mha, h, o.causal); };
   } else if (!general) {
     mha.emplace(w_q, w_k, w_v, w_o, o.heads);
     attention = [&, mask = causal_mask()](const Tensor3& h) {
@@ -371,7 +374,7 @@ Result attend(const workbench::AttendOptions& o) {
     attention = [&](const Tensor3& h) {
       const Tensor3& source = kv ? *kv : h;  // self-attention attends over its own input
       if (!options.need_weights)
-        return minimodel::efficient_forward(*cross, h, source, source, options, o.causal);
+        return workbench::efficient_attention(*cross, h, source, source, options, o.causal);
       minimodel::AttentionOutput r = cross->forward(h, source, source, options);
       if (r.weights) weights = std::move(*r.weights);
       return std::move(r.output);
@@ -466,7 +469,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    // Every BLAS call, and lab 07's own threads, which follow OpenBLAS's count.
+    // Every BLAS call; attend-reference's tuned lab 07 path takes as many threads of its own.
     openblas_set_num_threads(static_cast<int>(
         options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())));
     check_inputs(options);

@@ -1,6 +1,11 @@
 // The engine of `workbook bench`, one per implementation (bench-reference, bench-learner): times
 // attention layers with Google Benchmark on a suite of shapes, and counts the heap bytes each call
 // allocates beyond what was allocated before it. `workbook bench` runs it and prints the table.
+//
+// The layers: lab01 (lab 01's forward with lab 02's mask) and lab07 (lab 07's efficient_forward),
+// each as the implementation wrote it, OpenBLAS on --threads threads; and in bench-reference only,
+// lab07_tuned, the tuned twin of lab 07's reference (workbench/fast_attention), on --threads
+// threads of its own with OpenBLAS set to one thread while it is timed (its header's contract).
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
@@ -16,6 +21,7 @@
 #include <cblas.h>  // OpenBLAS's own: openblas_set_num_threads
 
 #include "bench/bench_suite.hpp"
+#include "bench/tuned_layer.hpp"
 #include "minimodel/attention/attention.hpp"
 #include "minimodel/attention/efficient_attention.hpp"
 #include "minimodel/implementation.hpp"
@@ -40,11 +46,29 @@ Tensor3 random_tokens(const Shape& s, std::uint64_t seed) {
 }
 
 // The layers timed, each on one sequence of random tokens with lab 01's seeded weights.
-enum class Layer { lab01, lab07 };
+enum class Layer { lab01, lab07, lab07_tuned };
+
+// Sets OpenBLAS's process-wide thread count for as long as it lives: this program owns its process.
+class BlasThreads {
+ public:
+  explicit BlasThreads(int threads) : saved_(openblas_get_num_threads()) {
+    openblas_set_num_threads(threads);
+  }
+  ~BlasThreads() { openblas_set_num_threads(saved_); }
+  BlasThreads(const BlasThreads&) = delete;
+  BlasThreads& operator=(const BlasThreads&) = delete;
+
+ private:
+  int saved_;
+};
 
 void time_layer(benchmark::State& state, Layer which, Shape shape, bool causal) {
   const Tensor3 x = random_tokens(shape, 2025);
   std::size_t peak_extra = 0;
+  // The tuned layer runs the engine's thread count on its own threads, OpenBLAS on one.
+  const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
+  std::optional<BlasThreads> one_blas_thread;
+  if (which == Layer::lab07_tuned) one_blas_thread.emplace(1);
   try {
     minimodel::MultiHeadAttention layer(shape.d_model, shape.n_heads, 2024);
     // Lab 01 with lab 02's mask; lab 07 skips the masked tiles instead.
@@ -52,8 +76,9 @@ void time_layer(benchmark::State& state, Layer which, Shape shape, bool causal) 
         causal && which == Layer::lab01 ? std::optional<Tensor2>(minimodel::causal_mask(shape.T))
                                         : std::nullopt;
     const auto call = [&] {
-      Tensor3 y = which == Layer::lab01 ? layer.forward(x, mask)
-                                        : minimodel::efficient_forward(layer, x, causal);
+      Tensor3 y = which == Layer::lab01   ? layer.forward(x, mask)
+                  : which == Layer::lab07 ? minimodel::efficient_forward(layer, x, causal)
+                                          : workbench::tuned_forward()(layer, x, causal, threads);
       benchmark::DoNotOptimize(y.data());
     };
     call();  // untimed: the first touch of fresh memory, buffers a layer keeps for later calls
@@ -115,8 +140,10 @@ int main(int argc, char** argv) {
       ->UseRealTime();
   for (const Shape& shape : quick ? kQuickSuite : workbench::kBenchSuite)
     for (const bool causal : {false, true})
-      for (const auto& [which, layer_name] :
-           {std::pair{Layer::lab01, "lab01"}, {Layer::lab07, "lab07"}}) {
+      for (const auto& [which, layer_name] : {std::pair{Layer::lab01, "lab01"},
+                                              {Layer::lab07, "lab07"},
+                                              {Layer::lab07_tuned, "lab07_tuned"}}) {
+        if (which == Layer::lab07_tuned && !workbench::tuned_forward()) continue;
         // `workbook bench` reads the layer and the shape back from this name.
         const std::string name = std::string(layer_name) + "/T:" + std::to_string(shape.T) +
                                  "/d_model:" + std::to_string(shape.d_model) +

@@ -126,10 +126,10 @@ void print_table(const Context& ctx, const std::vector<Timing>& rows,
     std::printf("OpenBLAS SGEMM %s x %s, bench-%s: %s GF/s\n", rate.at("n").dump().c_str(),
                 rate.at("n").dump().c_str(), impl.c_str(), fixed(sgemm[impl], 2).c_str());
   }
-  std::printf("%-18s %6s %8s %4s %7s %10s %8s %8s %14s\n", "layer", "T", "d_model", "H", "causal",
+  std::printf("%-22s %6s %8s %4s %7s %10s %8s %8s %14s\n", "layer", "T", "d_model", "H", "causal",
               "ms", "GF/s", "of SGEMM", "peak extra MiB");
   for (const Timing& t : rows) {
-    std::printf("%-18s %6zu %8zu %4zu %7s ", (t.layer + " " + t.implementation).c_str(), t.T,
+    std::printf("%-22s %6zu %8zu %4zu %7s ", (t.layer + " " + t.implementation).c_str(), t.T,
                 t.d_model, t.n_heads, t.causal ? "yes" : "no");
     if (!t.error.empty())  // a TODO stub's tag says enough: "TODO(lab 01, Block A)"
       std::cout << ctx.yellow("did not run: " + t.error.substr(0, t.error.rfind("TODO(", 0) == 0

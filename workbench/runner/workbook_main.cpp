@@ -256,7 +256,8 @@ int main(int argc, char** argv) {
   workbook::BenchOptions bench_options;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench",
-      "Time lab 01's attention layer and lab 07's efficient one on a suite of shapes (T, d_model, "
+      "Time lab 01's attention layer and lab 07's efficient one (and the reference's tuned twin "
+      "of it, lab07_tuned: workbench/fast_attention) on a suite of shapes (T, d_model, "
       "H) from (128, 512, 8) to "
       "(4096, 512, 8), causal and not, and print median ms, GF/s and the peak heap bytes a call "
       "allocates. Builds bench-reference and bench-learner first; a layer your code does not "

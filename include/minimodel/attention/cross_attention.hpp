@@ -123,4 +123,23 @@ class MultiheadCrossAttention {
   std::mt19937_64 generator_;  // drives dropout; advances with every training-mode forward
 };
 
+/// Lab 01's project with a bias the layer may not have (bias=False leaves them empty): given, not
+/// a TODO. x (B, N, d_in) @ w (d_in, d_out) [+ b (d_out)] -> (B, N, d_out).
+inline Tensor3 project(const Tensor3& x, const Tensor2& w, const std::optional<Tensor1>& b) {
+  return b ? project(x, w, *b) : project(x, w);
+}
+
+namespace detail {
+
+/// Not part of lab 06's API, and a learner's lab 06 need not define it: the reference's checks of
+/// forward's inputs (widths, batch sizes, key and value lengths, the masks' shapes), with the
+/// messages of forward's @throws above under the name `where`. Lab 07's reference and its tuned
+/// twin (workbench/fast_attention) call it, so that their efficient_forward rejects what forward
+/// rejects with the same words.
+void check_cross_attention_inputs(const char* where, const Tensor3& query, const Tensor3& key,
+                                  const Tensor3& value, std::size_t d_model,
+                                  const CrossAttentionOptions& options);
+
+}  // namespace detail
+
 }  // namespace minimodel

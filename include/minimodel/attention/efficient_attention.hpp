@@ -70,21 +70,25 @@ struct TiledOptions {
   /// Additive (T, S), not owned; null: none. A value at or below kMaskedScore (-inf included)
   /// removes the key; any other value is added to the scaled score.
   const Tensor2* mask = nullptr;
+  /// Additive (S), not owned; null: none. The same for every query, so key padding costs S floats,
+  /// not a (T, S) table: kMaskedScore (or less) in a padded key's entry removes it; any other value
+  /// is added to the scaled score, after the mask's.
+  const Tensor1* key_bias = nullptr;
   /// Query i sees keys j <= i only (T = S). Tiles entirely above the diagonal are never computed.
   bool causal = false;
   Tiles tiles;
   TileCounts* counts = nullptr;  ///< if set, receives the tile counts of this call
 };
 
-/// Block B. softmax(q kᵀ / sqrt(d_head) + mask) v for one head, tile by tile: per block of query
-/// rows, a running max, a running sum and an output accumulator per row meet one block of keys
-/// at a time, so memory beyond the output is O(tile), never O(T · S). A query with no key left
+/// Block B. softmax(q kᵀ / sqrt(d_head) + mask + key_bias) v for one head, tile by tile: per block
+/// of query rows, a running max, a running sum and an output accumulator per row meet one block of
+/// keys at a time, so memory beyond the output is O(tile), never O(T · S). A query with no key left
 /// gets a zero output row.
 /// q (T, d_head), k (S, d_head), v (S, d_v) -> out (T, d_v), all views; out may not overlap the
 /// inputs.
 /// @throws std::invalid_argument if q and k differ in width, k and v in length, out is not
-///         (T, d_v), the mask is not (T, S), causal has T != S, a tile size is 0, or a view's ld
-///         is below its cols; the message names the shapes.
+///         (T, d_v), the mask is not (T, S), the key_bias is not (S), causal has T != S, a tile
+///         size is 0, or a view's ld is below its cols; the message names the shapes.
 void tiled_attention(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
                      const TiledOptions& options = {});
 
@@ -97,6 +101,11 @@ inline Tensor2 tiled_attention(const Tensor2& q, const Tensor2& k, const Tensor2
 }
 
 // ---- Block C: multi-head attention that stores no weights --------------------------------------
+//
+// Threads: both efficient_forward run on the calling thread, and their SGEMMs (the kernel's
+// included) on whatever thread count the process gave OpenBLAS; they never read or change that
+// process-wide count, so two callers on two threads do not disturb each other. The reference's
+// tuned twin, workbench/fast_attention/fast_attention.hpp, takes a thread count of its own.
 
 /// Block C. Lab 01's layer on x (B, T, d_model) -> (B, T, d_model), equal to
 /// layer.forward(x, causal ? causal_mask(T) : none) but computed head by head with
@@ -109,9 +118,11 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
 /// Block C. Lab 06's layer, output only: equal to layer.forward(query, key, value,
 /// options).output in evaluation mode, computed head by head with tiled_attention, with the
 /// layer's biases, options.key_padding_mask, options.attn_mask and options.transform_qk. `causal`
-/// is lab 02's mask, by skipping tiles (T = S). A padding or attn mask becomes one additive (T, S)
-/// table per sequence, no larger than the masks passed in; without them, nothing of size T · S
-/// is allocated. options.need_weights is not read: this function never forms the weights.
+/// is lab 02's mask, by skipping tiles (T = S). The key_padding_mask becomes a key_bias of S
+/// floats per sequence, never a (T, S) table; an attn_mask becomes one additive (T, S) table, a
+/// copy of its slice for the sequence (made once for the batch if the mask is shared), no larger
+/// than the mask passed in. Without an attn_mask nothing of size T · S is allocated.
+/// options.need_weights is not read: this function never forms the weights.
 /// query (B, T, d_model), key and value (B, S, d_model) -> (B, T, d_model).
 /// @throws std::invalid_argument for the inputs layer.forward rejects (an input not
 ///         (·, ·, d_model), batch sizes or key and value lengths that differ, a mask of another

@@ -44,9 +44,14 @@ bool attn_mask_fits(const Tensor4& mask, std::size_t B, std::size_t T, std::size
          mask.shape(3) == S;
 }
 
-void check_forward_inputs(const Tensor3& query, const Tensor3& key, const Tensor3& value,
-                          std::size_t d_model, const CrossAttentionOptions& options) {
-  const std::string where = kForward;
+}  // namespace
+
+// Shared with lab 07's efficient_forward (cross_attention.hpp): the same checks, under its name.
+void detail::check_cross_attention_inputs(const char* where_name, const Tensor3& query,
+                                          const Tensor3& key, const Tensor3& value,
+                                          std::size_t d_model,
+                                          const CrossAttentionOptions& options) {
+  const std::string where = where_name;
   for (const auto& [name, x] : {std::pair{"query", &query}, {"key", &key}, {"value", &value}})
     if (x->shape(2) != d_model)
       throw std::invalid_argument(where + ": " + name + " is " + shape_of(*x) + " but d_model is " +
@@ -68,13 +73,6 @@ void check_forward_inputs(const Tensor3& query, const Tensor3& key, const Tensor
                                 shape_of(query) + " and key is " + shape_of(key) +
                                 "; it must be (B or 1, 1, T, S) = " + attn_mask_shape(B, T, S));
 }
-
-// Lab 01's project, plus the bias when the layer has one (bias=False leaves the biases empty).
-Tensor3 project(const Tensor3& x, const Tensor2& w, const std::optional<Tensor1>& b) {
-  return b ? minimodel::project(x, w, *b) : minimodel::project(x, w);
-}
-
-}  // namespace
 
 // ---- Block A: the weights ----------------------------------------------------------------------
 
@@ -166,7 +164,7 @@ BoolTensor3 removed_keys(const CrossAttentionOptions& options, std::size_t B, st
 AttentionOutput MultiheadCrossAttention::forward(const Tensor3& query, const Tensor3& key,
                                                  const Tensor3& value,
                                                  const CrossAttentionOptions& options) {
-  check_forward_inputs(query, key, value, d_model(), options);
+  detail::check_cross_attention_inputs(kForward, query, key, value, d_model(), options);
   const std::size_t B = query.shape(0), T = query.shape(1), S = key.shape(1), H = n_heads_;
   const BoolTensor3 removed = removed_keys(options, B, T, S);  // (B, T, S), Block B
 

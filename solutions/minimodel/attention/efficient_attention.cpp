@@ -1,4 +1,6 @@
-// Lab 07 reference: the attention of labs 00–02, tile by tile with an online softmax.
+// Lab 07 reference: the attention of labs 00–02, tile by tile with an online softmax, written as
+// the lab's steps. The tuned version that `workbook bench` and `workbook attend` run (workspaces
+// kept across calls, heads in groups, threads) is workbench/fast_attention/, checked against this.
 #include "minimodel/attention/efficient_attention.hpp"
 
 #include <cblas.h>
@@ -6,15 +8,10 @@
 #include <xtensor/xview.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
-#include <functional>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "minimodel/shapes.hpp"
@@ -59,6 +56,9 @@ void check_kernel_inputs(MatrixView q, MatrixView k, MatrixView v, MutableMatrix
   if (options.mask && (options.mask->shape(0) != q.rows || options.mask->shape(1) != k.rows))
     throw std::invalid_argument("tiled_attention: mask is " + shape_of(*options.mask) +
                                 " but must be (T, S) = " + shape(q.rows, k.rows));
+  if (options.key_bias && options.key_bias->size() != k.rows)
+    throw std::invalid_argument("tiled_attention: key_bias is " + shape_of(*options.key_bias) +
+                                " but must be (S) = (" + std::to_string(k.rows) + ")");
   if (options.causal && q.rows != k.rows)
     throw std::invalid_argument("tiled_attention: causal needs T = S, but q is " +
                                 shape(q.rows, q.cols) + " and k " + shape(k.rows, k.cols));
@@ -67,8 +67,9 @@ void check_kernel_inputs(MatrixView q, MatrixView k, MatrixView v, MutableMatrix
                                 " but must be at least 1 x 1");
 }
 
-// One tile of scores and the running state of its rows. Reused across calls: the first write to
-// fresh memory costs more than the arithmetic of a small tile.
+// One tile of scores and the running state of its rows: tiled_attention keeps one per thread and
+// reuses it across calls, because the first write to fresh memory costs more than the arithmetic
+// of a small tile.
 struct TileWorkspace {
   std::vector<float> scores, row_max, row_sum;
 
@@ -79,56 +80,12 @@ struct TileWorkspace {
   }
 };
 
-// Runs task(i, worker) for every i in [0, n) on up to `threads` threads, this one included;
-// worker < threads names the thread, so that each can use its own slot of a workspace. Rethrows
-// the first exception a task threw.
-void parallel_for(std::size_t n, std::size_t threads,
-                  const std::function<void(std::size_t, std::size_t)>& task) {
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_lock;
-  const auto work = [&](std::size_t worker) {
-    for (std::size_t i; (i = next++) < n;) {
-      try {
-        task(i, worker);
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(failure_lock);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < std::min(threads, n); ++t) helpers.emplace_back(work, t);
-  work(0);
-  for (std::thread& helper : helpers) helper.join();
-  if (failure) std::rethrow_exception(failure);
-}
-
-// Sets OpenBLAS's process-wide thread count for as long as it lives.
-class BlasThreads {
- public:
-  explicit BlasThreads(int threads) : saved_(openblas_get_num_threads()) {
-    openblas_set_num_threads(threads);
-  }
-  ~BlasThreads() { openblas_set_num_threads(saved_); }
-  BlasThreads(const BlasThreads&) = delete;
-  BlasThreads& operator=(const BlasThreads&) = delete;
-
- private:
-  int saved_;
-};
-
-// c (m, n) = alpha · a (m, k) @ b (k, n) + beta · c, row-major views.
-void gemm(MatrixView a, MatrixView b, MutableMatrixView c, float alpha = 1.0f, float beta = 0.0f) {
+// c (m, n) = a (m, k) @ b (k, n), row-major views: one SGEMM, on whatever threads the process gave
+// OpenBLAS.
+void gemm(MatrixView a, MatrixView b, MutableMatrixView c) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(c.rows), int(c.cols), int(a.cols),
-              alpha, a.data, int(a.ld), b.data, int(b.ld), beta, c.data, int(c.ld));
+              1.0f, a.data, int(a.ld), b.data, int(b.ld), 0.0f, c.data, int(c.ld));
 }
-
-// The kernel behind tiled_attention. In causal mode, q's row i is query first_query + i of the
-// sequence and sees keys j <= first_query + i: efficient_forward hands it one block of queries
-// at a time. (tiled_attention itself has first_query = 0.)
-void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
-                  const TiledOptions& options, std::size_t first_query, TileWorkspace& ws);
 
 }  // namespace
 
@@ -172,15 +129,8 @@ Tensor2 online_softmax(const Tensor2& scores) {
 void tiled_attention(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
                      const TiledOptions& options) {
   check_kernel_inputs(q, k, v, out, options);
-  thread_local TileWorkspace workspace;
-  workspace.fit(options.tiles);
-  attend_tiles(q, k, v, out, options, 0, workspace);
-}
-
-namespace {
-
-void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
-                  const TiledOptions& options, std::size_t first_query, TileWorkspace& ws) {
+  thread_local TileWorkspace ws;
+  ws.fit(options.tiles);
   const std::size_t T = q.rows, S = k.rows, d_head = q.cols, d_v = v.cols;
   const std::size_t bq = options.tiles.queries, bk = options.tiles.keys;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
@@ -197,7 +147,7 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
     for (std::size_t k0 = 0; k0 < S; k0 += bk) {
       // 2. Causal: a tile whose first key comes after the block's last query is never computed,
       //    nor is any tile after it.
-      if (options.causal && k0 > first_query + q0 + nq - 1) {
+      if (options.causal && k0 > q0 + nq - 1) {
         counts.skipped += (S - k0 + bk - 1) / bk;
         break;
       }
@@ -212,13 +162,14 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
 
       for (std::size_t i = 0; i < nq; ++i) {
         float* row = scores + i * bk;
-        // 4. Masks: a removed key's score becomes -inf; another mask value is added.
+        // 4. Masks: a removed key's score becomes -inf; another mask or key_bias value is added.
         for (std::size_t j = 0; j < nk; ++j) {
-          if (options.causal && k0 + j > first_query + q0 + i) {
+          if (options.causal && k0 + j > q0 + i) {
             row[j] = kMinusInfinity;
-          } else if (options.mask) {
-            const float m = (*options.mask)(q0 + i, k0 + j);
-            row[j] = m <= kMaskedScore ? kMinusInfinity : row[j] + m;
+          } else if (options.mask || options.key_bias) {
+            const float m = options.mask ? (*options.mask)(q0 + i, k0 + j) : 0.0f;
+            const float b = options.key_bias ? (*options.key_bias)(k0 + j) : 0.0f;
+            row[j] = m <= kMaskedScore || b <= kMaskedScore ? kMinusInfinity : row[j] + m + b;
           }
         }
         // 5. Online softmax, a tile row at a time: the new max, the rescale of what the row has
@@ -254,34 +205,7 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
   if (options.counts) *options.counts = counts;
 }
 
-}  // namespace
-
 // ---- Block C: multi-head attention that stores no weights --------------------------------------
-
-namespace {
-
-// The scratch of efficient_forward, kept by the calling thread and reused across calls. Each
-// worker thread has its own slot of the per-block buffers and its own tile.
-struct LayerWorkspace {
-  std::vector<float> keys, values;      // (T, group width): the group's keys and values
-  std::vector<float> queries, context;  // per worker, (block, group width)
-  std::vector<TileWorkspace> tiles;     // per worker
-};
-
-// Keys and values of a group of heads take at most this many bytes: at T = 16384, d_head = 64,
-// two heads at a time. The rest of the layer's scratch is O(block · d_model) per thread.
-constexpr std::size_t kKeyValueBytes = std::size_t{16} << 20;
-
-// Query rows per task: whole tiles, at most 512 rows, so that a block's buffers stay small. One
-// thread takes the largest blocks (the fewer, the larger its GEMMs); several take about four
-// blocks each, so that the causal blocks, whose cost grows with their position, even out.
-std::size_t rows_per_task(std::size_t T, std::size_t threads, std::size_t tile) {
-  const std::size_t most = std::max<std::size_t>(1, 512 / tile);  // tiles per task
-  if (threads == 1) return tile * most;
-  return tile * std::clamp<std::size_t>(T / (4 * threads * tile), 1, most);
-}
-
-}  // namespace
 
 // x (B, T, d_model) -> (B, T, d_model)
 Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, bool causal,
@@ -298,83 +222,29 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
   Tensor3 y = Tensor3::from_shape({B, T, d_model});
   if (T == 0) return y;
 
-  // Heads go in groups whose keys and values fit kKeyValueBytes: all of them at once for the
-  // shapes of `workbook bench`, so that each projection is one wide GEMM.
-  const std::size_t group =
-      std::clamp<std::size_t>(kKeyValueBytes / (2 * T * d_head * sizeof(float)), 1, H);
-  const std::size_t width = group * d_head;  // columns of a group, at most d_model
-  const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
-  const std::size_t block = rows_per_task(T, threads, tiles.queries);
-  const std::size_t n_blocks = (T + block - 1) / block;
-
-  thread_local LayerWorkspace ws;
-  ws.keys.resize(T * width);
-  ws.values.resize(T * width);
-  ws.queries.resize(threads * block * width);
-  ws.context.resize(threads * block * width);
-  ws.tiles.resize(threads);
-  for (TileWorkspace& tile : ws.tiles) tile.fit(tiles);
-  // Inside the other threads, `ws` would name those threads' own, empty workspace.
-  LayerWorkspace& shared = ws;
-
-  // Columns [first, first + cols) of a (d_model, d_model) weight: the W[:, group] of a group.
-  const auto columns = [d_model](const Tensor2& w, std::size_t first, std::size_t cols) {
-    return MatrixView{w.data() + first, d_model, cols, d_model};
-  };
+  // One sequence's projections and context, (T, d_model) each, reused by every sequence.
+  Tensor2 q = Tensor2::from_shape({T, d_model}), k = Tensor2::from_shape({T, d_model}),
+          v = Tensor2::from_shape({T, d_model}), context = Tensor2::from_shape({T, d_model});
+  TiledOptions options;
+  options.causal = causal;
+  options.tiles = tiles;
   for (std::size_t b = 0; b < B; ++b) {
-    const float* x_b = x.data() + b * T * d_model;
-    float* y_b = y.data() + b * T * d_model;
-    for (std::size_t h0 = 0; h0 < H; h0 += group) {
-      const std::size_t first = h0 * d_head;  // the group's first column
-      const std::size_t heads = std::min(group, H - h0);
-      const std::size_t cols = heads * d_head;
-      // Every GEMM below runs single-threaded on this function's threads: OpenBLAS's own would
-      // keep spinning after their GEMM, taking a core from the attention that follows.
-      const BlasThreads one_blas_thread(1);
-      // 1. The group's keys and values, K = x_b W_K[:, group], V = x_b W_V[:, group], (T, cols)
-      //    each, a block of rows per task.
-      const MutableMatrixView keys{shared.keys.data(), T, cols, width},
-          values{shared.values.data(), T, cols, width};
-      parallel_for(n_blocks, threads, [&, cols, first](std::size_t task, std::size_t) {
-        const std::size_t r0 = task * block, rows = std::min(block, T - r0);
-        const MatrixView x_rows{x_b + r0 * d_model, rows, d_model, d_model};
-        gemm(x_rows, columns(layer.w_k(), first, cols),
-             {keys.data + r0 * width, rows, cols, width});
-        gemm(x_rows, columns(layer.w_v(), first, cols),
-             {values.data + r0 * width, rows, cols, width});
-      });
-
-      // 2. Per block of query rows, on the threads: the block's queries, each head's attention
-      //    over the keys it may see, and the block's share of y. Blocks run last-first: in causal
-      //    mode the last block costs the most.
-      parallel_for(
-          n_blocks, threads, [&, cols, first, heads](std::size_t task, std::size_t worker) {
-            const std::size_t r0 = (n_blocks - 1 - task) * block, rows = std::min(block, T - r0);
-            const MutableMatrixView queries{shared.queries.data() + worker * block * width, rows,
-                                            cols, width},
-                context{shared.context.data() + worker * block * width, rows, cols, width};
-            // 2a. queries = x_b[rows] W_Q[:, group], (rows, cols).
-            gemm({x_b + r0 * d_model, rows, d_model, d_model}, columns(layer.w_q(), first, cols),
-                 queries);
-            // 2b. Each head reads its columns of queries, keys and values in place: no split_heads.
-            //     Causal: the block's last query sees keys up to r0 + rows - 1, no further.
-            const std::size_t visible = causal ? r0 + rows : T;
-            TiledOptions options;
-            options.causal = causal;
-            options.tiles = tiles;
-            for (std::size_t h = 0; h < heads; ++h) {
-              const std::size_t c = h * d_head;
-              attend_tiles(
-                  {queries.data + c, rows, d_head, width}, {keys.data + c, visible, d_head, width},
-                  {values.data + c, visible, d_head, width},
-                  {context.data + c, rows, d_head, width}, options, r0, shared.tiles[worker]);
-            }
-            // 2c. y_b[rows] (+)= context W_O[group's rows, :], no merge_heads; the first group
-            //     sets y, the others add to it.
-            gemm(context, {layer.w_o().data() + first * d_model, cols, d_model, d_model},
-                 {y_b + r0 * d_model, rows, d_model, d_model}, 1.0f, h0 == 0 ? 0.0f : 1.0f);
-          });
+    const MatrixView x_b{x.data() + b * T * d_model, T, d_model, d_model};
+    // 1. Project: q, k, v = x_b W_Q, x_b W_K, x_b W_V, (T, d_model) each.
+    gemm(x_b, view_of(layer.w_q()), view_of(q));
+    gemm(x_b, view_of(layer.w_k()), view_of(k));
+    gemm(x_b, view_of(layer.w_v()), view_of(v));
+    // 2. Heads in place: head h is the column block h · d_head of each, rows d_model apart; the
+    //    kernel writes its columns of the context, which is then merge_heads's layout already.
+    for (std::size_t h = 0; h < H; ++h) {
+      const std::size_t column = h * d_head;
+      tiled_attention({q.data() + column, T, d_head, d_model},
+                      {k.data() + column, T, d_head, d_model},
+                      {v.data() + column, T, d_head, d_model},
+                      {context.data() + column, T, d_head, d_model}, options);
     }
+    // 3. Output projection: y_b = context W_O, straight into y's rows of sequence b.
+    gemm(view_of(context), view_of(layer.w_o()), {y.data() + b * T * d_model, T, d_model, d_model});
   }
   return y;
 }
@@ -386,29 +256,11 @@ namespace {
 void check_cross_inputs(const MultiheadCrossAttention& layer, const Tensor3& query,
                         const Tensor3& key, const Tensor3& value,
                         const CrossAttentionOptions& options, bool causal, const Tiles& tiles) {
+  // Lab 06's checks of the inputs and masks, under this function's name; then lab 07's own.
+  detail::check_cross_attention_inputs("efficient_forward", query, key, value, layer.d_model(),
+                                       options);
   const std::string where = "efficient_forward: ";
-  const std::size_t d_model = layer.d_model();
-  for (const auto& [name, x] : {std::pair{"query", &query}, {"key", &key}, {"value", &value}})
-    if (x->shape(2) != d_model)
-      throw std::invalid_argument(where + name + " is " + shape_of(*x) + " but d_model is " +
-                                  std::to_string(d_model));
-  if (key.shape(0) != query.shape(0) || value.shape(0) != query.shape(0))
-    throw std::invalid_argument(where + "query is " + shape_of(query) + " but key is " +
-                                shape_of(key) + " and value is " + shape_of(value) +
-                                "; the batch sizes must match");
-  if (value.shape(1) != key.shape(1))
-    throw std::invalid_argument(where + "key is " + shape_of(key) + " but value is " +
-                                shape_of(value) + "; they need one row per key");
-  const std::size_t B = query.shape(0), T = query.shape(1), S = key.shape(1);
-  if (const auto& m = options.key_padding_mask; m && (m->shape(0) != B || m->shape(1) != S))
-    throw std::invalid_argument(where + "key_padding_mask is " + shape_of(*m) +
-                                " but must be (B, S) = " + shape(B, S));
-  if (const auto& m = options.attn_mask;
-      m && !((m->shape(0) == B || m->shape(0) == 1) && m->shape(1) == 1 && m->shape(2) == T &&
-             m->shape(3) == S))
-    throw std::invalid_argument(where + "attn_mask is " + shape_of(*m) +
-                                " but must be (B or 1, 1, T, S) = (" + std::to_string(B) +
-                                " or 1, 1, " + std::to_string(T) + ", " + std::to_string(S) + ")");
+  const std::size_t T = query.shape(1), S = key.shape(1);
   if (causal && T != S)
     throw std::invalid_argument(where + "causal needs T = S, but query is " + shape_of(query) +
                                 " and key " + shape_of(key));
@@ -421,16 +273,6 @@ void check_cross_inputs(const MultiheadCrossAttention& layer, const Tensor3& que
                                 ", which needs the weights; call forward, or train(false)");
 }
 
-// x (B, N, d_in) @ w (d_in, d_out) + b (d_out) -> (B, N, d_out): one GEMM over all B·N rows.
-Tensor3 project(const Tensor3& x, const Tensor2& w, const std::optional<Tensor1>& b) {
-  Tensor3 out = Tensor3::from_shape({x.shape(0), x.shape(1), w.shape(1)});
-  const std::size_t rows = x.shape(0) * x.shape(1);
-  gemm({x.data(), rows, x.shape(2), x.shape(2)}, view_of(w),
-       {out.data(), rows, w.shape(1), w.shape(1)});
-  if (b) out += *b;  // the bias broadcasts over the rows
-  return out;
-}
-
 }  // namespace
 
 // query (B, T, d_model), key and value (B, S, d_model) -> (B, T, d_model)
@@ -438,7 +280,7 @@ Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& q
                           const Tensor3& key, const Tensor3& value,
                           const CrossAttentionOptions& options, bool causal, Tiles tiles) {
   check_cross_inputs(layer, query, key, value, options, causal, tiles);
-  const std::size_t B = query.shape(0), T = query.shape(1), S = key.shape(1);
+  const std::size_t B = query.shape(0), T = query.shape(1);
   const std::size_t H = layer.n_heads(), d_model = layer.d_model(), d_head = layer.d_head();
 
   // 1. Project each role with its own input and bias, as lab 06 does.
@@ -469,30 +311,25 @@ Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& q
   };
 
   Tensor3 context = Tensor3::from_shape({B, T, d_model});  // heads side by side: merged already
-  const bool masked = options.key_padding_mask || options.attn_mask;
-  Tensor2 additive;  // (T, S), if masked: reused by every sequence
-  const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
+  const auto& attn_mask = options.attn_mask;
+  const auto& padding = options.key_padding_mask;
+  Tensor2 additive;  // (T, S), the attn_mask's values for a sequence: once if the batch shares it
+  if (attn_mask && attn_mask->shape(0) == 1) additive = xt::view(*attn_mask, 0, 0);
+  Tensor1 key_bias;  // (S), a sequence's key padding: 0, or kMaskedScore for a padded key
+  TiledOptions tiled;
+  tiled.mask = attn_mask ? &additive : nullptr;
+  tiled.key_bias = padding ? &key_bias : nullptr;
+  tiled.causal = causal;
+  tiled.tiles = tiles;
   for (std::size_t b = 0; b < B; ++b) {
-    // 3. This sequence's additive table: the attn_mask's values (it may be shared by the batch),
-    //    and kMaskedScore in the columns of padded keys. The kernel removes both.
-    if (masked) {
-      const auto& m = options.attn_mask;
-      additive = m ? Tensor2(xt::view(*m, m->shape(0) == 1 ? 0 : b, 0))
-                   : Tensor2(xt::zeros<float>({T, S}));
-      if (const auto& padding = options.key_padding_mask)
-        for (std::size_t s = 0; s < S; ++s)
-          if ((*padding)(b, s)) xt::view(additive, xt::all(), s) = kMaskedScore;
-    }
-    // 4. Each head with the kernel, writing its columns of the context; heads on the threads.
-    const BlasThreads one_blas_thread(1);
-    parallel_for(H, threads, [&](std::size_t h, std::size_t) {
-      TiledOptions tiled;
-      tiled.mask = masked ? &additive : nullptr;
-      tiled.causal = causal;
-      tiled.tiles = tiles;
+    // 3. This sequence's masks: the attn_mask's values as a (T, S) table, and the padded keys as a
+    //    per-key bias, never a table. The kernel removes the keys at kMaskedScore in either.
+    if (attn_mask && attn_mask->shape(0) != 1) additive = xt::view(*attn_mask, b, 0);
+    if (padding) key_bias = xt::where(xt::view(*padding, b), kMaskedScore, 0.0f);
+    // 4. Each head with the kernel, writing its columns of the context.
+    for (std::size_t h = 0; h < H; ++h)
       tiled_attention(head(q, q_heads, b, h), head(k, k_heads, b, h), head(v, std::nullopt, b, h),
                       {context.data() + b * T * d_model + h * d_head, T, d_head, d_model}, tiled);
-    });
   }
   // 5. Mix the heads with W_O (+ b_o).
   return project(context, layer.w_o(), layer.b_o());

@@ -64,12 +64,11 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
 Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& query,
                           const Tensor3& key, const Tensor3& value,
                           const CrossAttentionOptions& options, bool causal, Tiles tiles) {
-  // TODO(lab 07, Block C): lab 06's layer: check, project with biases, transform_qk, one
-  // additive table per sequence, tiled_attention per head, W_O — see labs/07-efficient-attention.md
+  // TODO(lab 07, Block C): lab 06's layer: check, project with biases, transform_qk, padding as
+  // a key_bias, tiled_attention per head, W_O — see labs/07-efficient-attention.md
   throw Todo(
-      "TODO(lab 07, Block C): lab 06's layer: check, project with biases, transform_qk, one "
-      "additive table per sequence, tiled_attention per head, W_O — see "
-      "labs/07-efficient-attention.md");
+      "TODO(lab 07, Block C): lab 06's layer: check, project with biases, transform_qk, padding "
+      "as a key_bias, tiled_attention per head, W_O — see labs/07-efficient-attention.md");
 }
 
 }  // namespace minimodel

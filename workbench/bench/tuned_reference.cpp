@@ -1,0 +1,19 @@
+// bench-reference's tuned layer: workbench/fast_attention's efficient_forward.
+#include "bench/tuned_layer.hpp"
+#include "fast_attention/fast_attention.hpp"
+
+namespace workbench {
+namespace {
+
+minimodel::Tensor3 fast_forward(const minimodel::MultiHeadAttention& layer,
+                                const minimodel::Tensor3& x, bool causal, std::size_t threads) {
+  minimodel::fast::FastOptions options;
+  options.threads = threads;
+  return minimodel::fast::efficient_forward(layer, x, causal, options);
+}
+
+}  // namespace
+
+TunedForward tuned_forward() { return fast_forward; }
+
+}  // namespace workbench

@@ -1,0 +1,255 @@
+// The tuned rung of lab 07's ladder: what each step adds over the plain reference is listed in
+// fast_attention.hpp; the kernel is tile_kernel.cpp.
+#include "fast_attention/fast_attention.hpp"
+
+#include <cblas.h>
+#include <xtensor/xview.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fast_attention/tile_kernel.hpp"
+#include "minimodel/shapes.hpp"
+
+namespace minimodel::fast {
+namespace {
+
+std::string tiles_text(const Tiles& tiles) {
+  return std::to_string(tiles.queries) + " x " + std::to_string(tiles.keys);
+}
+
+void check_fast_options(const FastOptions& fast) {
+  if (fast.tiles.queries == 0 || fast.tiles.keys == 0)
+    throw std::invalid_argument("efficient_forward: tiles are " + tiles_text(fast.tiles) +
+                                " but must be at least 1 x 1");
+  if (fast.threads == 0)
+    throw std::invalid_argument("fast::efficient_forward: threads is 0 but must be at least 1");
+}
+
+// Runs task(i, worker) for every i in [0, n) on up to `threads` threads, this one included;
+// worker < threads names the thread, so that each can use its own slot of a workspace. Rethrows
+// the first exception a task threw.
+void parallel_for(std::size_t n, std::size_t threads,
+                  const std::function<void(std::size_t, std::size_t)>& task) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_lock;
+  const auto work = [&](std::size_t worker) {
+    for (std::size_t i; (i = next++) < n;) {
+      try {
+        task(i, worker);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_lock);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < std::min(threads, n); ++t) helpers.emplace_back(work, t);
+  work(0);
+  for (std::thread& helper : helpers) helper.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// c (m, n) = alpha · a (m, k) @ b (k, n) + beta · c, row-major views.
+void gemm(MatrixView a, MatrixView b, MutableMatrixView c, float alpha = 1.0f, float beta = 0.0f) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(c.rows), int(c.cols), int(a.cols),
+              alpha, a.data, int(a.ld), b.data, int(b.ld), beta, c.data, int(c.ld));
+}
+
+// The scratch of efficient_forward, kept by the calling thread and reused across calls. Each
+// worker thread has its own slot of the per-block buffers and its own tile.
+struct LayerWorkspace {
+  std::vector<float> keys, values;      // (T, group width): the group's keys and values
+  std::vector<float> queries, context;  // per worker, (block, group width)
+  std::vector<TileWorkspace> tiles;     // per worker
+};
+
+// Query rows per task: whole tiles, at most 512 rows, so that a block's buffers stay small. One
+// thread takes the largest blocks (the fewer, the larger its GEMMs); several take about four
+// blocks each, so that the causal blocks, whose cost grows with their position, even out.
+std::size_t rows_per_task(std::size_t T, std::size_t threads, std::size_t tile) {
+  const std::size_t most = std::max<std::size_t>(1, 512 / tile);  // tiles per task
+  if (threads == 1) return tile * most;
+  return tile * std::clamp<std::size_t>(T / (4 * threads * tile), 1, most);
+}
+
+}  // namespace
+
+// x (B, T, d_model) -> (B, T, d_model)
+Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, bool causal,
+                          const FastOptions& fast) {
+  const std::size_t d_model = layer.d_model();
+  if (x.shape(2) != d_model)
+    throw std::invalid_argument("efficient_forward: x is " + shape_of(x) +
+                                " but must be (B, T, d_model) with d_model " +
+                                std::to_string(d_model));
+  check_fast_options(fast);
+  const Tiles tiles = fast.tiles;
+  const std::size_t B = x.shape(0), T = x.shape(1), H = layer.n_heads(), d_head = layer.d_head();
+  Tensor3 y = Tensor3::from_shape({B, T, d_model});
+  if (T == 0) return y;
+
+  // Heads in groups whose keys and values fit key_value_bytes (idea 2): all of them at once for the
+  // shapes of `workbook bench`, so that each projection is one wide GEMM.
+  const std::size_t group =
+      std::clamp<std::size_t>(fast.key_value_bytes / (2 * T * d_head * sizeof(float)), 1, H);
+  const std::size_t width = group * d_head;  // columns of a group, at most d_model
+  const std::size_t threads = fast.threads;
+  const std::size_t block = rows_per_task(T, threads, tiles.queries);
+  const std::size_t n_blocks = (T + block - 1) / block;
+
+  thread_local LayerWorkspace ws;
+  ws.keys.resize(T * width);
+  ws.values.resize(T * width);
+  ws.queries.resize(threads * block * width);
+  ws.context.resize(threads * block * width);
+  ws.tiles.resize(threads);
+  for (TileWorkspace& tile : ws.tiles) tile.fit(tiles);
+  // Inside the other threads, `ws` would name those threads' own, empty workspace.
+  LayerWorkspace& shared = ws;
+
+  // Columns [first, first + cols) of a (d_model, d_model) weight: the W[:, group] of a group.
+  const auto columns = [d_model](const Tensor2& w, std::size_t first, std::size_t cols) {
+    return MatrixView{w.data() + first, d_model, cols, d_model};
+  };
+  for (std::size_t b = 0; b < B; ++b) {
+    const float* x_b = x.data() + b * T * d_model;
+    float* y_b = y.data() + b * T * d_model;
+    for (std::size_t h0 = 0; h0 < H; h0 += group) {
+      const std::size_t first = h0 * d_head;  // the group's first column
+      const std::size_t heads = std::min(group, H - h0);
+      const std::size_t cols = heads * d_head;
+      // 1. The group's keys and values, K = x_b W_K[:, group], V = x_b W_V[:, group], (T, cols)
+      //    each, a block of rows per task.
+      const MutableMatrixView keys{shared.keys.data(), T, cols, width},
+          values{shared.values.data(), T, cols, width};
+      parallel_for(n_blocks, threads, [&, cols, first](std::size_t task, std::size_t) {
+        const std::size_t r0 = task * block, rows = std::min(block, T - r0);
+        const MatrixView x_rows{x_b + r0 * d_model, rows, d_model, d_model};
+        gemm(x_rows, columns(layer.w_k(), first, cols),
+             {keys.data + r0 * width, rows, cols, width});
+        gemm(x_rows, columns(layer.w_v(), first, cols),
+             {values.data + r0 * width, rows, cols, width});
+      });
+
+      // 2. Per block of query rows, on the threads: the block's queries, each head's attention
+      //    over the keys it may see, and the block's share of y. Blocks run last-first: in causal
+      //    mode the last block costs the most.
+      parallel_for(
+          n_blocks, threads, [&, cols, first, heads](std::size_t task, std::size_t worker) {
+            const std::size_t r0 = (n_blocks - 1 - task) * block, rows = std::min(block, T - r0);
+            const MutableMatrixView queries{shared.queries.data() + worker * block * width, rows,
+                                            cols, width},
+                context{shared.context.data() + worker * block * width, rows, cols, width};
+            // 2a. queries = x_b[rows] W_Q[:, group], (rows, cols).
+            gemm({x_b + r0 * d_model, rows, d_model, d_model}, columns(layer.w_q(), first, cols),
+                 queries);
+            // 2b. Each head reads its columns of queries, keys and values in place: no split_heads.
+            //     Causal: the block's last query sees keys up to r0 + rows - 1, no further.
+            const std::size_t visible = causal ? r0 + rows : T;
+            TiledOptions options;
+            options.causal = causal;
+            options.tiles = tiles;
+            for (std::size_t h = 0; h < heads; ++h) {
+              const std::size_t c = h * d_head;
+              attend_tiles(
+                  {queries.data + c, rows, d_head, width}, {keys.data + c, visible, d_head, width},
+                  {values.data + c, visible, d_head, width},
+                  {context.data + c, rows, d_head, width}, options, r0, shared.tiles[worker]);
+            }
+            // 2c. y_b[rows] (+)= context W_O[group's rows, :], no merge_heads; the first group
+            //     sets y, the others add to it.
+            gemm(context, {layer.w_o().data() + first * d_model, cols, d_model, d_model},
+                 {y_b + r0 * d_model, rows, d_model, d_model}, 1.0f, h0 == 0 ? 0.0f : 1.0f);
+          });
+    }
+  }
+  return y;
+}
+
+// ---- Lab 06's layer, output only ---------------------------------------------------------------
+
+// query (B, T, d_model), key and value (B, S, d_model) -> (B, T, d_model)
+Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& query,
+                          const Tensor3& key, const Tensor3& value,
+                          const CrossAttentionOptions& masks, bool causal,
+                          const FastOptions& fast) {
+  detail::check_cross_attention_inputs("efficient_forward", query, key, value, layer.d_model(),
+                                       masks);
+  check_fast_options(fast);
+  const std::size_t B = query.shape(0), T = query.shape(1), S = key.shape(1);
+  if (causal && T != S)
+    throw std::invalid_argument("efficient_forward: causal needs T = S, but query is " +
+                                shape_of(query) + " and key " + shape_of(key));
+  if (layer.training() && layer.dropout() > 0.0f)
+    throw std::invalid_argument("efficient_forward: the layer is in training mode with dropout " +
+                                std::to_string(layer.dropout()) +
+                                ", which needs the weights; call forward, or train(false)");
+  const std::size_t H = layer.n_heads(), d_model = layer.d_model(), d_head = layer.d_head();
+
+  // 1. Project each role with its own input and bias, as lab 06 does.
+  const Tensor3 q = project(query, layer.w_q(), layer.b_q());  // (B, T, d_model)
+  const Tensor3 k = project(key, layer.w_k(), layer.b_k());    // (B, S, d_model)
+  const Tensor3 v = project(value, layer.w_v(), layer.b_v());  // (B, S, d_model)
+
+  // 2. transform_qk on split heads, (B, H, T or S, d_head); otherwise heads are read in place.
+  std::optional<Tensor4> q_heads, k_heads;
+  if (masks.transform_qk) {
+    q_heads = split_heads(q, H);
+    k_heads = split_heads(k, H);
+    const auto q_shape = q_heads->shape(), k_shape = k_heads->shape();
+    const std::string before = shape_of(*q_heads) + " and " + shape_of(*k_heads);
+    masks.transform_qk(*q_heads, *k_heads);
+    if (q_heads->shape() != q_shape || k_heads->shape() != k_shape)
+      throw std::invalid_argument("efficient_forward: transform_qk changed q and k from " + before +
+                                  " to " + shape_of(*q_heads) + " and " + shape_of(*k_heads) +
+                                  "; it must keep their shapes");
+  }
+  const auto head = [&](const Tensor3& projected, const std::optional<Tensor4>& split,
+                        std::size_t b, std::size_t h) -> MatrixView {
+    const std::size_t rows = projected.shape(1);
+    if (split) return {split->data() + (b * H + h) * rows * d_head, rows, d_head, d_head};
+    return {projected.data() + b * rows * d_model + h * d_head, rows, d_head, d_model};
+  };
+
+  Tensor3 context = Tensor3::from_shape({B, T, d_model});  // heads side by side: merged already
+  const auto& attn_mask = masks.attn_mask;
+  const auto& padding = masks.key_padding_mask;
+  Tensor2 additive;  // (T, S), the attn_mask's values for a sequence: once if the batch shares it
+  if (attn_mask && attn_mask->shape(0) == 1) additive = xt::view(*attn_mask, 0, 0);
+  Tensor1 key_bias;  // (S), a sequence's key padding: 0, or kMaskedScore for a padded key
+  TiledOptions tiled;
+  tiled.mask = attn_mask ? &additive : nullptr;
+  tiled.key_bias = padding ? &key_bias : nullptr;
+  tiled.causal = causal;
+  tiled.tiles = fast.tiles;
+  // A tile workspace per worker thread, kept across calls (fast_attention.hpp, idea 1).
+  thread_local std::vector<TileWorkspace> workspaces;
+  workspaces.resize(fast.threads);
+  for (TileWorkspace& ws : workspaces) ws.fit(fast.tiles);
+  std::vector<TileWorkspace>& shared = workspaces;  // the helpers' own thread_local is empty
+  for (std::size_t b = 0; b < B; ++b) {
+    // 3. This sequence's masks, as in the plain reference.
+    if (attn_mask && attn_mask->shape(0) != 1) additive = xt::view(*attn_mask, b, 0);
+    if (padding) key_bias = xt::where(xt::view(*padding, b), kMaskedScore, 0.0f);
+    // 4. Each head with the kernel, writing its columns of the context; heads on the threads.
+    parallel_for(H, fast.threads, [&](std::size_t h, std::size_t worker) {
+      attend_tiles(head(q, q_heads, b, h), head(k, k_heads, b, h), head(v, std::nullopt, b, h),
+                   {context.data() + b * T * d_model + h * d_head, T, d_head, d_model}, tiled, 0,
+                   shared[worker]);
+    });
+  }
+  // 5. Mix the heads with W_O (+ b_o).
+  return project(context, layer.w_o(), layer.b_o());
+}
+
+}  // namespace minimodel::fast

@@ -1,0 +1,57 @@
+#pragma once
+// The tuned rung of lab 07's ladder (STYLE.md, "Kernels"): the same two efficient_forward as the
+// plain reference in solutions/minimodel/attention/efficient_attention.cpp, equal to them to 1e-6
+// (tests/fast_attention_test.cpp checks it), each step a little faster. `workbook bench` times it
+// as the row "lab07_tuned" beside the plain reference, and `workbook attend --impl reference` runs
+// it. What it adds over the plain reference, one idea at a time:
+//   1. Workspaces kept across calls (thread_local): after a first call at the largest shape, a call
+//      allocates its output alone.
+//   2. Heads in groups whose keys and values fit in 16 MiB, queries projected one block of rows at
+//      a time: scratch O(block · d_model) per thread beyond one group's keys and values, 17 MiB at
+//      T = 16384, d_model 512, where the plain reference keeps four (T, d_model) buffers.
+//   3. Threads over blocks of query rows, last block first (a causal block costs more the later it
+//      is); for lab 06's layer, heads on threads.
+//   4. A causal block of queries reads only the keys up to its last query (tile_kernel.hpp's
+//      first_query), so it never even reaches the skipped tiles.
+// The kernel itself is tile_kernel.cpp, the lab's Block B with step 4 offset by first_query: issue
+// 28's packing and register-blocked micro-kernel land there, without touching the plain reference.
+//
+// Threads and OpenBLAS: these functions run on `threads` threads of their own (the caller's
+// included) and call OpenBLAS from each. They never read or change OpenBLAS's process-wide thread
+// count: their GEMMs run on whatever count the process set. With threads > 1, set OpenBLAS to one
+// thread (openblas_set_num_threads(1), or OPENBLAS_NUM_THREADS=1) first, or OpenBLAS's threads
+// and these compete for the cores; `workbook bench` and `workbook attend` do that around the call.
+// Two callers on two threads may call them at once: each has its own workspace.
+#include <cstddef>
+
+#include "minimodel/attention/cross_attention.hpp"
+#include "minimodel/attention/efficient_attention.hpp"
+
+namespace minimodel::fast {
+
+/// How the tuned path runs: the tiles of its kernel, and how many threads of its own it uses.
+struct FastOptions {
+  Tiles tiles;
+  std::size_t threads = 1;  ///< at least 1; OpenBLAS's count is the caller's business (above)
+  /// Lab 01's layer: the keys and values of a group of heads take at most this many bytes (at
+  /// least one head a group): every head at once for the shapes of `workbook bench`, two at a time
+  /// at T = 16384, d_head 64. Tests lower it to make groups of small shapes.
+  std::size_t key_value_bytes = std::size_t{16} << 20;
+};
+
+/// Lab 07's efficient_forward for lab 01's layer, tuned: x (B, T, d_model) -> (B, T, d_model),
+/// equal to minimodel::efficient_forward(layer, x, causal, options.tiles).
+/// @throws std::invalid_argument if x is not (·, ·, d_model), a tile size is 0 or threads is 0.
+Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, bool causal = false,
+                          const FastOptions& options = {});
+
+/// Lab 07's efficient_forward for lab 06's layer, tuned (heads on threads):
+/// query (B, T, d_model), key and value (B, S, d_model) -> (B, T, d_model), equal to
+/// minimodel::efficient_forward(layer, query, key, value, masks, causal, options.tiles).
+/// @throws std::invalid_argument for what that function rejects, and if threads is 0.
+Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& query,
+                          const Tensor3& key, const Tensor3& value,
+                          const CrossAttentionOptions& masks = {}, bool causal = false,
+                          const FastOptions& options = {});
+
+}  // namespace minimodel::fast
