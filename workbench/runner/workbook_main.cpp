@@ -253,6 +253,15 @@ int main(int argc, char** argv) {
       "One JSON document, in every case: {labs: [{lab, title, passed, total, status}], passed, "
       "total, score[, error]}");
 
+  std::string corpus_out;
+  CLI::App* corpus_cmd = app.add_subcommand(
+      "corpus",
+      "Lab 12's corpus: the King James Bible of Debian's bible-kjv package, one verse a line, each "
+      "book followed by a line <|endoftext|>, split by book into kjv-train.txt and "
+      "kjv-validation.txt (Ruth, Esther, Proverbs, Lamentations, Daniel, Mark, Romans, "
+      "Revelation). Both files or neither are written.");
+  corpus_cmd->add_option("--out", corpus_out, "The folder to write into (default: BUILD/corpus)");
+
   workbook::BenchOptions bench_options;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench",
@@ -315,7 +324,7 @@ int main(int argc, char** argv) {
     // ctest it runs starts workbook commands on the same build folder.
     std::optional<workbook::BuildLock> lock;
     if (!*attend_cmd && !*generate_cmd && !*watch_cmd && !*hint_cmd && !*reset_cmd &&
-        !*dev_check_cmd)
+        !*dev_check_cmd && !*corpus_cmd)
       lock.emplace(ctx.ws);
     if (*attend_cmd)
       return run_engine(ctx, "attend", impl, workbench::attend_arguments(options),
@@ -336,6 +345,7 @@ int main(int argc, char** argv) {
     if (*watch_cmd) return workbook::watch(ctx, poll);
     if (*grade_cmd) return workbook::grade(ctx, json);
     if (*bench_cmd) return workbook::bench(ctx, bench_options);
+    if (*corpus_cmd) return workbook::write_corpus(ctx, corpus_out);
     if (*dev_check_cmd) {
       for (std::string& number : dev_check_options.only_labs)
         number = ctx.require_lab(number).number;
