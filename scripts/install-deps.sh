@@ -15,7 +15,7 @@ packages=(
   ccache  # .ci/run shares objects between its release build and the scratch clone's
   ninja-build  # the maintainers' sanitizer build
 )
-[[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy)
+[[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy python3-regex)  # regex: scripts/bench_bpe.py
 
 missing=()
 for p in "${packages[@]}"; do

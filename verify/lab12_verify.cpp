@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -107,10 +108,14 @@ int main(int argc, char** argv) {
     run.print("Check 1 (Block A). Ruth 1:16 in pre-tokens: each space joins the word after it.");
     std::string line = " ";
     std::size_t joined = 0;
-    for (std::string_view pretoken : minimodel::pretokenize(verse)) {
-      line += " [" + shown(std::string(pretoken)) + "]";
-      joined += pretoken.size();
+    const std::vector<std::string_view> pretokens = minimodel::pretokenize(verse);
+    xt::xarray<float> pretoken_lengths = xt::zeros<float>({pretokens.size()});
+    for (std::size_t i = 0; i < pretokens.size(); ++i) {
+      line += " [" + shown(std::string(pretokens[i])) + "]";
+      joined += pretokens[i].size();
+      pretoken_lengths(i) = float(pretokens[i].size());
     }
+    run.record("verse_pretoken_lengths", pretoken_lengths, 0.0, "A");
     run.print(line);
     run.check("the pre-tokens concatenate to the verse", joined == verse.size(), double(joined),
               std::to_string(joined) + " of " + std::to_string(verse.size()) + " bytes");
@@ -135,6 +140,26 @@ int main(int argc, char** argv) {
         "the vocabulary has " + std::to_string(kVocabSize) + " tokens, the last the special one",
         bpe.vocab.size() == kVocabSize && bpe.vocab.back() == kSpecial[0], double(bpe.vocab.size()),
         std::to_string(bpe.merges.size()) + " merges");
+    // For `workbook diff`: the first merges as the ids of their two parts (exact: training is
+    // deterministic), and the verse's tokens.
+    const std::size_t n_recorded = std::min<std::size_t>(64, bpe.merges.size());
+    xt::xarray<float> merge_parts = xt::zeros<float>({n_recorded, std::size_t{2}});
+    {
+      std::map<std::string, std::size_t> id_of;
+      for (std::size_t id = 0; id < bpe.vocab.size(); ++id) id_of.emplace(bpe.vocab[id], id);
+      for (std::size_t i = 0; i < n_recorded; ++i) {
+        merge_parts(i, 0) = float(id_of[bpe.merges[i].first]);
+        merge_parts(i, 1) = float(id_of[bpe.merges[i].second]);
+      }
+    }
+    run.record("first_merges", merge_parts, 0.0, "B");
+    BpeEncoder encoder(bpe);
+    const std::vector<TokenId> verse_ids = encoder.encode(verse);
+    xt::xarray<float> verse_record = xt::zeros<float>({verse_ids.size()});
+    for (std::size_t i = 0; i < verse_ids.size(); ++i) verse_record(i) = float(verse_ids[i]);
+    run.record("verse_tokens", verse_record, 0.0, "C");
+    if (run.comparing()) return;  // workbook diff: what follows is timings and a second training
+
     std::vector<std::size_t> by_length(bpe.vocab.size() - kSpecial.size());
     for (std::size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
     std::stable_sort(by_length.begin(), by_length.end(), [&](std::size_t a, std::size_t b) {
@@ -173,17 +198,20 @@ int main(int argc, char** argv) {
     // ---- Block C: encoding and decoding ----
     run.print();
     run.print("Check 3 (Block C). Encode both parts, decode them back.");
-    BpeEncoder encoder(bpe);
     start = std::chrono::steady_clock::now();
+    const std::clock_t encode_cpu_start = std::clock();
     const std::vector<TokenId> train_ids = encoder.encode(corpus.train);
     const double encode_seconds = seconds_since(start);
+    const double encode_cpu_seconds = double(std::clock() - encode_cpu_start) / CLOCKS_PER_SEC;
     const std::vector<TokenId> validation_ids = encoder.encode(corpus.validation);
     const double train_bpt = double(corpus.train.size()) / double(train_ids.size());
     const double validation_bpt = double(corpus.validation.size()) / double(validation_ids.size());
     const double rate = double(corpus.train.size()) / 1e6 / encode_seconds;
+    const double cpu_rate = double(corpus.train.size()) / 1e6 / encode_cpu_seconds;
     run.print("  bytes per token: training books " + format("%.3f", train_bpt) +
               ", validation books " + format("%.3f", validation_bpt) + "; encoded at " +
-              format("%.1f", rate) + " MB/s (cache filling from empty)");
+              format("%.1f", rate) + " MB/s (" + format("%.1f", cpu_rate) +
+              " MB per CPU second), the cache filling from empty");
     run.check("decode(encode(x)) == x on the training books",
               encoder.decode(train_ids) == corpus.train, double(train_ids.size()),
               std::to_string(train_ids.size()) + " tokens");
@@ -224,13 +252,9 @@ int main(int argc, char** argv) {
                               {"bytes_per_token_train", train_bpt},
                               {"bytes_per_token_validation", validation_bpt},
                               {"encode_mb_per_s", rate},
+                              {"encode_mb_per_cpu_s", cpu_rate},
                               {"stream_peak_heap_bytes", stream_heap},
                               {"longest_tokens", longest}});
-
-    const std::vector<TokenId> verse_ids = encoder.encode(verse);
-    xt::xarray<float> verse_record = xt::zeros<float>({verse_ids.size()});
-    for (std::size_t i = 0; i < verse_ids.size(); ++i) verse_record(i) = float(verse_ids[i]);
-    run.record("verse_tokens", verse_record, 0.0, "C");
 
     // Compression against vocabulary size: the first merges of the larger training.
     nlohmann::json curve = nlohmann::json::array();
