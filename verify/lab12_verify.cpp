@@ -269,6 +269,9 @@ int main(int argc, char** argv) {
                               {"longest_tokens", longest}});
 
     // Compression against vocabulary size: the first merges of the larger training.
+    if (!kOptimised)
+      run.print("  (an unoptimised build: the curve stops at " + std::to_string(kCurveVocabSize) +
+                " tokens, with " + std::to_string(kCurveSizes.size()) + " points)");
     nlohmann::json curve = nlohmann::json::array();
     workbench::LineSeries train_series{{}, {}, "training books"},
         validation_series{{}, {}, "validation books"};
