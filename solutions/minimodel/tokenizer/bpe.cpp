@@ -462,10 +462,12 @@ namespace {
 // Where `buffer` may be cut so that its two sides encode as the whole does: just after a newline
 // that has a printable ASCII character on each side (no pre-token holds a newline and anything but
 // whitespace, and the whitespace run is this one newline either way), and not inside a special
-// token. 0 if there is no such place.
-std::size_t last_safe_cut(const std::string& buffer, const std::vector<std::string>& specials) {
+// token. 0 if there is no such place at or after `looked` (the places before it were looked at).
+std::size_t last_safe_cut(const std::string& buffer, std::size_t looked,
+                          const std::vector<std::string>& specials) {
   const auto printable = [](char c) { return c > ' ' && c < 0x7F; };
-  for (std::size_t i = buffer.size() - 1; i >= 2 && i != std::string::npos; --i) {
+  for (std::size_t i = buffer.size() - 1;
+       i >= std::max<std::size_t>(looked, 2) && i != std::string::npos; --i) {
     const std::size_t nl = i - 1;
     if (buffer[nl] != '\n' || !printable(buffer[nl - 1]) || !printable(buffer[i])) continue;
     bool inside_special = false;
@@ -486,14 +488,17 @@ void BpeEncoder::encode_stream(std::istream& in,
                                std::size_t chunk_bytes) {
   if (chunk_bytes == 0) throw std::invalid_argument("BpeEncoder::encode_stream: chunk_bytes is 0");
   std::string buffer, block(chunk_bytes, '\0');
+  std::size_t looked = 0;  // buffer[0, looked) holds no safe cut: each byte is looked at once
   while (in) {
     in.read(block.data(), std::streamsize(chunk_bytes));
     buffer.append(block.data(), std::size_t(in.gcount()));
     if (buffer.size() < chunk_bytes) continue;
-    const std::size_t cut = last_safe_cut(buffer, bpe_.special_tokens);
-    if (cut == 0) continue;  // no safe place yet: read on
-    sink(encode(std::string_view(buffer).substr(0, cut)));
-    buffer.erase(0, cut);
+    const std::size_t cut = last_safe_cut(buffer, looked, bpe_.special_tokens);
+    if (cut > 0) {
+      sink(encode(std::string_view(buffer).substr(0, cut)));
+      buffer.erase(0, cut);
+    }
+    looked = buffer.size();  // no safe place after the cut (or at all): read on
   }
   if (!buffer.empty()) sink(encode(buffer));
 }
