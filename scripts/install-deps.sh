@@ -10,10 +10,12 @@ packages=(
   libgtest-dev nlohmann-json3-dev libcli11-dev libpugixml-dev clang-format
   clang libclang-rt-14-dev libbenchmark-dev
   libcairo2-dev fonts-dejavu-core
+  libpcre2-dev  # lab 12: GPT-2's pre-tokenizer regex, with Unicode classes
+  bible-kjv  # lab 12's corpus, the King James Bible (`workbook corpus`)
   ccache  # .ci/run shares objects between its release build and the scratch clone's
   ninja-build  # the maintainers' sanitizer build
 )
-[[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy)
+[[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy python3-regex)  # regex: scripts/bench_bpe.py
 
 missing=()
 for p in "${packages[@]}"; do

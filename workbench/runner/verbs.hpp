@@ -28,6 +28,8 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
 int show_solution(const Context& ctx, const std::string& number, bool force);
 int reset_lab(const Context& ctx, const std::string& number, bool yes);
 int grade(const Context& ctx, bool json);
+/// `corpus [--out DIR]`: lab 12's King James Bible corpus; DIR defaults to BUILD/corpus.
+int write_corpus(const Context& ctx, const std::string& out);  // corpus.cpp
 int watch(const Context& ctx, bool poll);
 
 struct BenchOptions {

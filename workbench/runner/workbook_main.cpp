@@ -12,6 +12,7 @@
 #include "attend/attend_options.hpp"
 #include "generate/generate_options.hpp"
 #include "runner/verbs.hpp"
+#include "tokenize/tokenize_options.hpp"
 #include "util/process.hpp"
 #include "util/source_tree.hpp"
 
@@ -157,6 +158,28 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   workbench::add_generate_options(*generate_cmd, generate_options);
 
+  std::string tokenize_impl = "reference";
+  workbench::TokenizeOptions tokenize_options;
+  CLI::App* tokenize_cmd = app.add_subcommand(
+      "tokenize",
+      "Lab 12's byte-level BPE on your files: `train --input FILE --vocab-size N [--special "
+      "TOKEN]... --out DIR` writes vocab.json and merges.txt in GPT-2's formats; `encode "
+      "--tokenizer DIR` reads text on stdin and prints token ids; `decode --tokenizer DIR` the "
+      "reverse. With --impl learner it builds tokenize-learner first, so it runs your latest "
+      "code.\n"
+      "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not compile; "
+      "2 bad input; 3 the reference crashed; 4 the learner implementation crashed.");
+  tokenize_cmd
+      ->add_option("--impl", tokenize_impl,
+                   "Which implementation of lab 12 runs: the reference solutions/ or your src/")
+      ->check(CLI::IsMember({"reference", "learner"}))
+      ->capture_default_str();
+  const workbench::TokenizeCommands tokenize_commands =
+      workbench::add_tokenize_commands(*tokenize_cmd, tokenize_options);
+  for (CLI::App* sub :
+       {tokenize_commands.train, tokenize_commands.encode, tokenize_commands.decode})
+    sub->fallthrough();  // --impl may come after train, encode or decode too
+
   CLI::App* list_cmd = app.add_subcommand(
       "list",
       "Every lab with its status (done, in progress, todo, build error, or "
@@ -253,6 +276,15 @@ int main(int argc, char** argv) {
       "One JSON document, in every case: {labs: [{lab, title, passed, total, status}], passed, "
       "total, score[, error]}");
 
+  std::string corpus_out;
+  CLI::App* corpus_cmd = app.add_subcommand(
+      "corpus",
+      "Lab 12's corpus: the King James Bible of Debian's bible-kjv package, one verse a line, each "
+      "book followed by a line <|endoftext|>, split by book into kjv-train.txt and "
+      "kjv-validation.txt (Ruth, Esther, Proverbs, Lamentations, Daniel, Mark, Romans, "
+      "Revelation). Both files or neither are written.");
+  corpus_cmd->add_option("--out", corpus_out, "The folder to write into (default: BUILD/corpus)");
+
   workbook::BenchOptions bench_options;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench",
@@ -316,7 +348,7 @@ int main(int argc, char** argv) {
     // ctest it runs starts workbook commands on the same build folder.
     std::optional<workbook::BuildLock> lock;
     if (!*attend_cmd && !*generate_cmd && !*watch_cmd && !*hint_cmd && !*reset_cmd &&
-        !*dev_check_cmd)
+        !*dev_check_cmd && !*corpus_cmd && !*tokenize_cmd)
       lock.emplace(ctx.ws);
     if (*attend_cmd)
       return run_engine(ctx, "attend", impl, workbench::attend_arguments(options),
@@ -324,6 +356,9 @@ int main(int argc, char** argv) {
     if (*generate_cmd)
       return run_engine(ctx, "generate", generate_impl,
                         workbench::generate_arguments(generate_options));
+    if (*tokenize_cmd)
+      return run_engine(ctx, "tokenize", tokenize_impl,
+                        workbench::tokenize_arguments(tokenize_commands, tokenize_options));
     const std::optional<std::string> lab_arg =
         lab.empty() ? std::nullopt : std::optional<std::string>(lab);
     if (*list_cmd) return workbook::list_labs(ctx);
@@ -337,6 +372,7 @@ int main(int argc, char** argv) {
     if (*watch_cmd) return workbook::watch(ctx, poll);
     if (*grade_cmd) return workbook::grade(ctx, json);
     if (*bench_cmd) return workbook::bench(ctx, bench_options);
+    if (*corpus_cmd) return workbook::write_corpus(ctx, corpus_out);
     if (*dev_check_cmd) {
       for (std::string& number : dev_check_options.only_labs)
         number = ctx.require_lab(number).number;
