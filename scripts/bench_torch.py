@@ -485,7 +485,7 @@ def compare(args):
                             for layer, r in layers.items()},
                "torch": {name: {"median_ms": rounded(ms),
                                 "gflops_per_s": rounded(theirs["gflops_per_s"][name]),
-                                "cpu_wall": theirs["cpu_wall"][name]["ratio"]}
+                                "cpu_wall": theirs["cpu_wall"][name]}
                          for name, ms in theirs["median_ms"].items()},
                "ratio": {}}
         for layer, r in layers.items():
