@@ -29,7 +29,8 @@ wall time × N, and what other processes used meanwhile (/proc/stat). A ratio of
 15 % means the machine was busy or a thread setting was ignored; other processes above 0.15 CPUs
 mean the caches and memory were shared. Either way the script says so loudly, records it, and
 calls the run not fair. The workbook's figure covers its whole process: the up-to-date build
-check, the engine's start, its SGEMM and both layers. Torch's verdict comes from each timed case
+check, the engine's start, its SGEMM and both layers (build workbook and bench-reference first: a
+rebuild inside the run would count too). Torch's verdict comes from each timed case
 (time.process_time over the warm-up and calls, all its threads), as its whole process also counts
 `import torch`.
 
@@ -404,7 +405,7 @@ def compare(args):
           + "; torch: " + " ".join(f"{k}={v}" for k, v in torch_env.items())
           + f" and torch.set_num_threads({threads}); median of {args.repetitions} "
           f"(one warm-up first); load average {load_before[0]:.2f}", flush=True)
-    if load_before[0] > IDLE_CPUS + 0.5:
+    if load_before[0] >= 0.5:
         print(f"note: the load average is {load_before[0]:.2f}; the CPU/wall checks below say "
               "whether it touched this run", flush=True)
 
