@@ -1,49 +1,79 @@
 #!/usr/bin/python3
-"""Times PyTorch's CPU attention on the shapes `workbook bench` measured, in the same run, and
-prints both side by side with their ratio. Maintainers only (needs Debian's python3-torch:
-scripts/install-deps.sh --fixtures); nothing builds or tests with it.
+"""Compares lab 07's layer with PyTorch's CPU attention fairly, in one command: both sides on
+the same threads in the same run, each checked for CPU time against wall time. Maintainers only
+(needs Debian's python3-torch: scripts/install-deps.sh --fixtures); nothing builds or tests with
+it.
 
     /usr/bin/python3 scripts/bench_torch.py [--threads N] [--repetitions R] [--quick]
-                                            [--build-dir DIR] [--record FILE]
+                                            [--variants mha|all] [--malloc both|torch|default]
+                                            [--build-dir DIR] [--torch-python PATH]
+                                            [--record FILE]
 
-It first runs `build/bin/workbook bench --json --impl reference` with the same threads, then, per
-shape and causal or not, the median of R timed calls (after one warm-up) of:
-  - torch.nn.MultiheadAttention(d, H).eval(), need_weights=False, with biases (batch_first=True,
-    torch's fast path) and without (batch_first=False: the fast path fails without biases in
-    torch 1.13, pytorch/pytorch#88669);
-  - a plain torch implementation: four matmuls, softmax(Q Kᵀ/√d_head + mask) V per head.
-A ratio above 1 means the workbook's layer is faster.
+It prints the date, the CPU (model, family, model number, SIMD) and OpenBLAS's core type (the
+kernels it chose for this CPU), then runs two child processes one after the other, each with
+OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS = N and glibc's allocator told to keep
+freed memory (MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736: without it PyTorch pays a
+VM's first-touch page faults on its large buffers on every call; `workbook bench` reuses its
+buffers):
+  1. `build/bin/workbook bench --json --impl reference --threads N --repetitions R`;
+  2. this script with --torch-only on the shapes bench reported, in --torch-python (default
+     /usr/bin/python3, Debian's, which sees python3-torch), with torch.set_num_threads(N), timing
+     per shape, causal and not, the median of R calls after one warm-up of
+     - torch MHA: torch.nn.MultiheadAttention(d, H).eval(), need_weights=False, with biases
+       (batch_first=True, torch's fast path);
+     - with --variants all (the default here) also torch MHA no bias (batch_first=False: the fast
+       path fails without biases in torch 1.13, pytorch/pytorch#88669) and plain torch: four
+       matmuls, softmax(Q Kᵀ/√d_head + mask) V per head.
+For each child it measures the CPU time its processes used (getrusage RUSAGE_CHILDREN) against
+wall time × N, and what other processes used meanwhile (/proc/stat). A ratio off 1 by more than
+15 % means the machine was busy or a thread setting was ignored; other processes above 0.15 CPUs
+mean the caches and memory were shared. Either way the script says so loudly, records it, and
+calls the run not fair. The workbook's figure covers its whole process: the up-to-date build
+check, the engine's start, its SGEMM and both layers (build workbook and bench-reference first: a
+rebuild inside the run would count too). Torch's verdict comes from each timed case
+(time.process_time over the warm-up and calls, all its threads), as its whole process also counts
+`import torch`.
 
---record FILE also writes torch's figures as JSON: the date, the machine, the command, and per
-shape and causal or not the median ms and GF/s of each variant, with FLOPs counted as `workbook
-bench` counts them (causal at the full count).
+The table gives per shape (T, d_model, H), causal and not, lab 07's ms (the reference's
+efficient_forward), torch MHA's ms and ratio = torch ms / lab 07 ms (above 1: lab 07's layer is
+faster), the other variants' ratios, and the geometric means of the ratios, causal, not causal
+and over both. --malloc torch gives the allocator settings to the torch child only, --malloc
+default to neither (to see what they are worth).
 
---torch-only --shape T D H [--shape …] times torch MHA alone (with biases, batch_first=True) on
-those shapes, causal and not, without running `workbook bench`: lab 07's verify program runs it
-this way with --record into a temporary file when given --torch, so that torch's GF/s in its
-figure come from the same run on the same machine as the learner's.
+--record FILE writes both sides of the run as JSON: the date, the command, the machine, each
+child's environment and CPU/wall check, per shape the ms and GF/s of each side (FLOPs counted as
+`workbook bench` counts them, causal at the full count), the ratios and their geometric means.
+
+--torch-only --shape T D H [--shape …] is the torch child: torch MHA (and with --variants all
+the other two) on those shapes, causal and not, without `workbook bench`. It re-executes itself
+with the thread variables and allocator settings when they are not already in its environment.
+Lab 07's verify program runs it this way with --record into a temporary file when given --torch,
+so that torch's GF/s in its figure come from the same run on the same machine as the learner's.
 """
 import argparse
+import ctypes
 import json
 import math
 import os
+import platform
+import resource
 import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def median_ms(call, repetitions):
-    call()  # warm-up: first-touch of fresh memory, thread-pool start
-    times = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's, beside python3-torch
+# glibc keeps freed memory: no munmap of large blocks, no trimming of the heap's top.
+ALLOCATOR = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# Passed on to both children as they are, and recorded: they choose OpenBLAS's kernels.
+INHERITED = ("OPENBLAS_CORETYPE", "OPENBLAS_VERBOSE")
+TOLERANCE = 0.15  # CPU time / (wall time × threads) within 1 ± this, or the run is flagged
+IDLE_CPUS = 0.15  # other processes' average CPU use above this: the machine was not idle
+MHA = "torch MHA"
 
 
 def attention_flops(T, d):
@@ -51,12 +81,194 @@ def attention_flops(T, d):
     return 8.0 * T * d * d + 4.0 * T * T * d
 
 
-def cpu_model():
+def geometric_mean(values):
+    return math.exp(statistics.mean(math.log(v) for v in values)) if values else None
+
+
+def rounded(value, digits=4):
+    return float(f"{value:.{digits}g}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The machine
+
+
+def cpu_info():
+    """The first processor of /proc/cpuinfo, its caches, and what the kernel says of the host."""
+    fields = {}
     with open("/proc/cpuinfo") as cpuinfo:
         for line in cpuinfo:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
+            if not line.strip():
+                break
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+    flags = set(fields.get("flags", "").split())
+    caches = []
+    for index in sorted(os.listdir("/sys/devices/system/cpu/cpu0/cache")
+                        if os.path.isdir("/sys/devices/system/cpu/cpu0/cache") else []):
+        if not index.startswith("index"):
+            continue
+        folder = os.path.join("/sys/devices/system/cpu/cpu0/cache", index)
+        try:
+            read = lambda name: open(os.path.join(folder, name)).read().strip()
+            kind = {"Data": "d", "Instruction": "i", "Unified": ""}.get(read("type"), "?")
+            caches.append(f"L{read('level')}{kind} {read('size')}")
+        except OSError:
+            pass
+    return {
+        "model_name": fields.get("model name", "unknown"),
+        "vendor": fields.get("vendor_id", "unknown"),
+        "family": fields.get("cpu family"),
+        "model": fields.get("model"),
+        "stepping": fields.get("stepping"),
+        "simd": [f for f in ("avx", "avx2", "fma", "avx512f", "avx512_bf16") if f in flags],
+        "caches_per_core": caches,
+        "cpus": os.cpu_count(),
+        "virtual_machine": "hypervisor" in flags,
+        "kernel": platform.release(),
+    }
+
+
+def cpu_text(cpu):
+    return (f"{cpu['model_name']} ({cpu['vendor']} family {cpu['family']} model {cpu['model']} "
+            f"stepping {cpu['stepping']}; {' '.join(cpu['simd']).upper()}; "
+            f"{', '.join(cpu['caches_per_core'])}), {cpu['cpus']} CPUs"
+            + (", a virtual machine" if cpu["virtual_machine"] else ""))
+
+
+def openblas_libraries():
+    """The OpenBLAS files this process has loaded (libblas.so.3 is OpenBLAS too on Debian)."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if line.rstrip().endswith(".so")
+                 or ".so." in line.rsplit("/", 1)[-1]}
+    return sorted(p for p in paths if p.startswith("/") and (
+        "openblas" in p or os.path.basename(p).startswith("libblas.so")))
+
+
+def openblas_core(library=None):
+    """OpenBLAS's core type (the kernels DYNAMIC_ARCH chose for this CPU), config and threads,
+    from `library` (a name dlopen finds), or from the OpenBLAS this process has loaded (torch's)
+    when None."""
+    for path in [library] if library else openblas_libraries():
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            return {"library": next(iter(openblas_libraries()), path) if library else path,
+                    "core": lib.openblas_get_corename().decode(),
+                    "config": lib.openblas_get_config().decode(),
+                    "threads": lib.openblas_get_num_threads()}
+        except (OSError, AttributeError):
+            continue
+    return {"library": library or "none loaded", "core": "unknown", "config": "",
+            "threads": None}
+
+
+def load_average():
+    with open("/proc/loadavg") as loadavg:
+        return [float(value) for value in loadavg.read().split()[:3]]
+
+
+def busy_cpu_seconds():
+    """CPU seconds all processes have used since boot, and those the hypervisor took (steal)."""
+    with open("/proc/stat") as stat:
+        values = [int(v) for v in stat.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (values + [0] * 8)[:8]
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / ticks, steal / ticks
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU time against wall time
+
+
+def check_cpu_wall(cpu_s, wall_s, threads):
+    """CPU time / (wall time × threads): 1 when every requested thread ran all the time."""
+    ratio = cpu_s / (wall_s * threads) if wall_s > 0 else float("nan")
+    return {"cpu_s": rounded(cpu_s), "wall_s": rounded(wall_s), "threads": threads,
+            "ratio": rounded(ratio, 3), "ok": abs(ratio - 1.0) <= TOLERANCE}
+
+
+def why_off(ratio):
+    return ("more CPU than the threads asked for: a thread setting was ignored" if ratio > 1
+            else "less CPU than the threads asked for: the machine was busy, or threads idled")
+
+
+def run_measured(command, env, threads, capture_stdout):
+    """Runs `command` to its end; its stdout (if captured) and the check of its CPU time (its
+    processes and the children they waited for) against its wall time."""
+    usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy_before, steal_before = busy_cpu_seconds()
+    start = time.perf_counter()
+    run = subprocess.run(command, env=env, text=True,
+                         stdout=subprocess.PIPE if capture_stdout else None)
+    wall = time.perf_counter() - start
+    busy_after, steal_after = busy_cpu_seconds()
+    usage_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if run.returncode != 0:
+        sys.exit(f"bench_torch: {shlex.join(command)} failed (exit status {run.returncode})")
+    cpu = ((usage_after.ru_utime + usage_after.ru_stime)
+           - (usage_before.ru_utime + usage_before.ru_stime))
+    check = check_cpu_wall(cpu, wall, threads)
+    # What the rest of the machine used meanwhile (this script's own share is negligible).
+    check["other_processes_cpus"] = rounded(max(0.0, busy_after - busy_before - cpu) / wall, 2)
+    check["steal_cpus"] = rounded(max(0.0, steal_after - steal_before) / wall, 2)
+    check["idle_otherwise"] = check["other_processes_cpus"] <= IDLE_CPUS and \
+        check["steal_cpus"] <= IDLE_CPUS
+    return run.stdout, check
+
+
+def describe_check(name, check):
+    return (f"{name}: CPU {check['cpu_s']:.1f} s / (wall {check['wall_s']:.1f} s × "
+            f"{check['threads']} thread{'s' if check['threads'] != 1 else ''}) = "
+            f"{check['ratio']:.2f}; other processes used {check['other_processes_cpus']:.2f} "
+            f"CPUs meanwhile, the hypervisor stole {check['steal_cpus']:.2f}")
+
+
+def loudly(lines, warnings):
+    """A warning nobody scrolls past, kept for the record."""
+    print("!" * 100, flush=True)
+    for line in lines:
+        print(f"!! WARNING: {line}", flush=True)
+    print("!" * 100, flush=True)
+    warnings.extend(lines)
+
+
+def flag(name, check, warnings, ratio=True):
+    problems = []
+    if ratio and not check["ok"]:
+        problems.append(f"{name}: CPU/wall {check['ratio']:.2f}, not 1 ± {TOLERANCE:.2f}: "
+                        + why_off(check["ratio"]) + "; its times are not a fair result")
+    if not check.get("idle_otherwise", True):
+        problems.append(f"{name}: other processes used {check['other_processes_cpus']:.2f} "
+                        f"CPUs and the hypervisor {check['steal_cpus']:.2f} during the run: "
+                        "the caches and memory were shared; rerun on an idle machine")
+    if problems:
+        loudly(problems, warnings)
+
+
+# ---------------------------------------------------------------------------------------------
+# The torch child
+
+
+def child_environment(threads, allocator):
+    env = {variable: str(threads) for variable in THREAD_VARIABLES}
+    if allocator:
+        env.update(ALLOCATOR)
+    return env
+
+
+def median_ms(call, repetitions):
+    """Median ms of `repetitions` calls after one warm-up, and the CPU/wall of all of them."""
+    cpu_start, wall_start = time.process_time(), time.perf_counter()
+    call()  # warm-up: first-touch of fresh memory, thread-pool start
+    times = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e3)
+    cpu, wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+    return statistics.median(times), cpu, wall
 
 
 def plain_attention(x, w_q, w_k, w_v, w_o, n_heads, mask):
@@ -74,16 +286,17 @@ def plain_attention(x, w_q, w_k, w_v, w_o, n_heads, mask):
     return context.transpose(1, 2).reshape(batch, T, d) @ w_o
 
 
-def time_torch(T, d, H, causal, repetitions, mha_only=False):
+def time_torch(T, d, H, causal, repetitions, all_variants):
+    """{variant: (median ms, CPU s, wall s)} on one shape."""
     torch.manual_seed(2024)
     x = torch.randn(1, T, d)
     mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1) if causal else None
     times = {}
     with torch.inference_mode():
         layer = torch.nn.MultiheadAttention(d, H, batch_first=True).eval()
-        times["torch MHA"] = median_ms(
+        times[MHA] = median_ms(
             lambda: layer(x, x, x, attn_mask=mask, need_weights=False), repetitions)
-        if mha_only:
+        if not all_variants:
             return times
         # Without biases torch 1.13's batch_first fast path fails (pytorch/pytorch#88669): this
         # one takes the (T, B, d) path, F.multi_head_attention_forward.
@@ -96,46 +309,279 @@ def time_torch(T, d, H, causal, repetitions, mha_only=False):
     return times
 
 
-def write_record(path, args, recorded, blas):
-    record = {
-        "about": "PyTorch's CPU attention timed by scripts/bench_torch.py on the shapes of "
-                 "`workbook bench`: the median of `repetitions` calls after one warm-up. GF/s "
-                 "counts 8·T·d_model² + 4·T²·d_model FLOPs per call, causal or not.",
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "machine": {"cpu": cpu_model(), "threads": args.threads,
-                    "torch": torch.__version__, "blas": blas},
-        "command": shlex.join([sys.executable] + sys.argv),
-        "repetitions": args.repetitions,
-        "results": recorded,
-    }
-    with open(path, "w") as out:
-        json.dump(record, out, indent=2, ensure_ascii=False)
-        out.write("\n")
-    print(f"wrote {path}")
-
-
-def record_row(T, d, H, causal, times, digits=4):
-    def rounded(value):
-        return float(f"{value:.{digits}g}")
-    return {"T": T, "d_model": d, "n_heads": H, "causal": causal,
-            "median_ms": {name: rounded(ms) for name, ms in times.items()},
-            "gflops_per_s": {name: rounded(attention_flops(T, d) / (ms * 1e6))
-                             for name, ms in times.items()}}
+def reexec_with(wanted, drop):
+    """Runs this script again in a process whose environment has `wanted` and lacks `drop`, unless
+    this one already does: glibc reads its allocator settings, and torch and OpenBLAS their
+    threads, when the process starts."""
+    if all(os.environ.get(k) == v for k, v in wanted.items()) and \
+            not any(k in os.environ for k in drop):
+        return
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(wanted)
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
 def torch_only(args):
-    """Torch MHA on the given shapes, one line per case as it finishes."""
-    print(f"torch {torch.__version__}, threads {args.threads}, median of {args.repetitions} "
-          "after a warm-up", flush=True)
-    recorded = []
+    """The torch child: one line per case as it finishes, and with --record the JSON."""
+    allocator = args.malloc != "default"
+    reexec_with(child_environment(args.threads, allocator), () if allocator else ALLOCATOR)
+    global torch
+    import torch
+    torch.set_num_threads(args.threads)
+    blas = openblas_core()  # the OpenBLAS torch loaded, and the threads it took from the env
+    environment = {k: os.environ[k] for k in THREAD_VARIABLES + tuple(ALLOCATOR) + INHERITED
+                   if k in os.environ}
+    print(f"torch {torch.__version__}, torch.get_num_threads() {torch.get_num_threads()}, "
+          f"OpenBLAS {blas['core']} with {blas['threads']} threads; "
+          + " ".join(f"{k}={v}" for k, v in environment.items())
+          + f"; median of {args.repetitions} after a warm-up", flush=True)
+    recorded, checks = [], []
     for T, d, H in args.shape:
         for causal in (False, True):
-            times = time_torch(T, d, H, causal, args.repetitions, mha_only=True)
-            recorded.append(record_row(T, d, H, causal, times, digits=9))
-            print(f"{T:>6} {d:>8} {H:>4} {'yes' if causal else 'no':>7} torch MHA "
-                  f"{times['torch MHA']:10.3f} ms", flush=True)
+            times = time_torch(T, d, H, causal, args.repetitions, args.variants == "all")
+            row = {"T": T, "d_model": d, "n_heads": H, "causal": causal,
+                   "median_ms": {}, "gflops_per_s": {}, "cpu_wall": {}}
+            for name, (ms, cpu, wall) in times.items():
+                row["median_ms"][name] = rounded(ms, 9)
+                row["gflops_per_s"][name] = rounded(attention_flops(T, d) / (ms * 1e6), 9)
+                row["cpu_wall"][name] = check = check_cpu_wall(cpu, wall, args.threads)
+                checks.append(check)
+            recorded.append(row)
+            print(f"{T:>6} {d:>8} {H:>4} {'yes' if causal else 'no':>7} "
+                  + "  ".join(f"{name} {ms:.3f} ms (CPU/wall {row['cpu_wall'][name]['ratio']:.2f})"
+                              for name, (ms, _, _) in times.items()), flush=True)
+    off = [c for c in checks if not c["ok"]]
+    if off:
+        print(f"WARNING: CPU/wall off 1 by more than {TOLERANCE:.2f} in {len(off)} of "
+              f"{len(checks)} torch cases (from {min(c['ratio'] for c in checks):.2f} to "
+              f"{max(c['ratio'] for c in checks):.2f}): " + why_off(off[0]["ratio"]), flush=True)
     if args.record:
-        write_record(args.record, args, recorded, "")
+        record = {
+            "about": "PyTorch's CPU attention timed by scripts/bench_torch.py --torch-only: the "
+                     "median of `repetitions` calls after one warm-up. GF/s counts "
+                     "8·T·d_model² + 4·T²·d_model FLOPs per call, causal or not. cpu_wall: the "
+                     "process's CPU time over wall time × threads across the warm-up and calls.",
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "machine": {"cpu": cpu_info()["model_name"], "threads": args.threads,
+                        "torch": torch.__version__, "blas": blas["config"],
+                        "openblas_core": blas["core"], "openblas_threads": blas["threads"],
+                        "torch_threads": torch.get_num_threads()},
+            "environment": environment,
+            "command": shlex.join([sys.executable] + sys.argv),
+            "repetitions": args.repetitions,
+            "cpu_wall_ok": not off,
+            "results": recorded,
+        }
+        with open(args.record, "w") as out:
+            json.dump(record, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        print(f"wrote {args.record}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison
+
+
+def compare(args):
+    warnings = []
+    threads = args.threads
+    cpu = cpu_info()
+    # The OpenBLAS the workbook links (libopenblas.so.0), opened here only to ask it its core:
+    # it starts no work in this process.
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    workbook_blas = openblas_core("libopenblas.so.0")
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load_before = load_average()
+    workbook_env = child_environment(threads, args.malloc == "both")
+    torch_env = child_environment(threads, args.malloc != "default")
+    print(f"bench_torch {date}: {cpu_text(cpu)}")
+    inherited = {k: os.environ[k] for k in INHERITED if k in os.environ}
+    print(f"OpenBLAS core {workbook_blas['core']} ({workbook_blas['library']}: "
+          f"{workbook_blas['config']})"
+          + "".join(f"; {k}={v} from this environment" for k, v in inherited.items()))
+    print(f"threads {threads} on both sides; workbook: "
+          + " ".join(f"{k}={v}" for k, v in workbook_env.items())
+          + "; torch: " + " ".join(f"{k}={v}" for k, v in torch_env.items())
+          + f" and torch.set_num_threads({threads}); median of {args.repetitions} "
+          f"(one warm-up first); load average {load_before[0]:.2f}", flush=True)
+    if load_before[0] >= 0.5:
+        print(f"note: the load average is {load_before[0]:.2f}; the CPU/wall checks below say "
+              "whether it touched this run", flush=True)
+
+    # 1. The workbook.
+    command = [os.path.join(args.build_dir, "bin", "workbook"), "bench", "--json", "--impl",
+               "reference", "--threads", str(threads), "--repetitions",
+               str(args.repetitions)] + (["--quick"] if args.quick else [])
+    print("running: " + " ".join(f"{k}={v}" for k, v in workbook_env.items()) + " "
+          + shlex.join(command), flush=True)
+    stdout, workbook_check = run_measured(command, {**base_environment(), **workbook_env},
+                                          threads, capture_stdout=True)
+    workbook = json.loads(stdout)
+    print(describe_check("workbook bench", workbook_check), flush=True)
+    if args.quick:
+        print("note: --quick is a smoke test: in a run of seconds the workbook's CPU/wall is "
+              "mostly its build check (about 1.5 s wall, a third of it CPU)", flush=True)
+    flag("workbook bench", workbook_check, warnings)
+    # {(T, d, H, causal): {"lab01": row, "lab07": row}}
+    shapes = {}
+    for row in workbook["results"]:
+        if "error" not in row:
+            key = (row["T"], row["d_model"], row["n_heads"], row["causal"])
+            shapes.setdefault(key, {})[row["layer"]] = row
+    if not any("lab07" in layers for layers in shapes.values()):
+        sys.exit("bench_torch: workbook bench reported no lab07 row: " + stdout[:2000])
+    distinct = list(dict.fromkeys((T, d, H) for T, d, H, _ in shapes))
+
+    # 2. PyTorch, in its own process.
+    with tempfile.TemporaryDirectory(prefix="bench_torch_") as folder:
+        torch_record = os.path.join(folder, "torch.json")
+        command = [args.torch_python, os.path.abspath(__file__), "--torch-only", "--threads",
+                   str(threads), "--repetitions", str(args.repetitions), "--variants",
+                   args.variants, "--malloc", args.malloc, "--record", torch_record]
+        for T, d, H in distinct:
+            command += ["--shape", str(T), str(d), str(H)]
+        print("running: " + " ".join(f"{k}={v}" for k, v in torch_env.items()) + " "
+              + shlex.join(command), flush=True)
+        _, torch_check = run_measured(command, {**base_environment(), **torch_env}, threads,
+                                      capture_stdout=False)
+        with open(torch_record) as file:
+            torch_doc = json.load(file)
+    case_checks = [check for row in torch_doc["results"] for check in row["cpu_wall"].values()]
+    torch_check["cases_ratio_min"] = min(c["ratio"] for c in case_checks)
+    torch_check["cases_ratio_max"] = max(c["ratio"] for c in case_checks)
+    torch_check["cases_ok"] = all(c["ok"] for c in case_checks)
+    print(describe_check("torch child (with `import torch`)", torch_check)
+          + f"; per case {torch_check['cases_ratio_min']:.2f} to "
+          f"{torch_check['cases_ratio_max']:.2f}", flush=True)
+    # The verdict on torch's CPU/wall comes from its timed cases: the whole child also counts
+    # `import torch`, which reads files and runs on one thread.
+    flag("torch child", torch_check, warnings, ratio=False)
+    if not torch_check["cases_ok"]:
+        loudly([f"torch: CPU/wall of a timed case from {torch_check['cases_ratio_min']:.2f} to "
+                f"{torch_check['cases_ratio_max']:.2f}, not 1 ± {TOLERANCE:.2f}: "
+                + why_off(torch_check["cases_ratio_min"] if torch_check["cases_ratio_min"] <
+                          1 - TOLERANCE else torch_check["cases_ratio_max"])], warnings)
+    torch_machine = torch_doc["machine"]
+    if torch_machine["openblas_threads"] not in (None, threads) or \
+            torch_machine["torch_threads"] != threads:
+        loudly([f"torch ran with torch.get_num_threads() {torch_machine['torch_threads']} and "
+                f"OpenBLAS threads {torch_machine['openblas_threads']}, not {threads}"], warnings)
+
+    # 3. Side by side.
+    variants = list(torch_doc["results"][0]["median_ms"])
+    torch_rows = {(r["T"], r["d_model"], r["n_heads"], r["causal"]): r
+                  for r in torch_doc["results"]}
+    print()
+    print(f"torch {torch_machine['torch']} (OpenBLAS core {torch_machine['openblas_core']}), "
+          f"lab 07 = the reference's efficient_forward; ratio = torch ms / lab 07 ms, above 1: "
+          "lab 07 is faster")
+    header = (f"{'T':>6} {'d_model':>8} {'H':>4} {'causal':>7} {'lab07 ms':>10} {'GF/s':>6} "
+              f"{'torch MHA ms':>13} {'GF/s':>6} {'ratio':>6}"
+              + "".join(f" {name.replace('torch ', '') + ' ratio':>19}" for name in variants[1:]))
+    print(header)
+    results, ratios = [], {}  # ratios: (variant, layer, causal) -> [torch ms / layer ms]
+    for (T, d, H, causal), layers in shapes.items():
+        theirs = torch_rows[(T, d, H, causal)]
+        row = {"T": T, "d_model": d, "n_heads": H, "causal": causal,
+               "workbook": {layer: {"median_ms": r["median_ms"],
+                                    "gflops_per_s": rounded(r["gflops_per_s"])}
+                            for layer, r in layers.items()},
+               "torch": {name: {"median_ms": rounded(ms),
+                                "gflops_per_s": rounded(theirs["gflops_per_s"][name]),
+                                "cpu_wall": theirs["cpu_wall"][name]}
+                         for name, ms in theirs["median_ms"].items()},
+               "ratio": {}}
+        for layer, r in layers.items():
+            row["ratio"][layer] = {}
+            for name, ms in theirs["median_ms"].items():
+                ratio = ms / r["median_ms"]
+                row["ratio"][layer][name] = rounded(ratio, 3)
+                ratios.setdefault((name, layer, causal), []).append(ratio)
+        results.append(row)
+        if "lab07" in layers:
+            ours = layers["lab07"]
+            print(f"{T:>6} {d:>8} {H:>4} {'yes' if causal else 'no':>7} "
+                  f"{ours['median_ms']:>10.3f} {ours['gflops_per_s']:>6.1f} "
+                  f"{theirs['median_ms'][MHA]:>13.3f} {theirs['gflops_per_s'][MHA]:>6.1f} "
+                  f"{row['ratio']['lab07'][MHA]:>6.2f}"
+                  + "".join(f" {row['ratio']['lab07'][name]:>19.2f}" for name in variants[1:]))
+    means = {}
+    for layer in sorted({layer for layers in shapes.values() for layer in layers}):
+        for name in variants:
+            plain = ratios.get((name, layer, False), [])
+            masked = ratios.get((name, layer, True), [])
+            means.setdefault(layer, {})[name] = {
+                "not_causal": rounded(geometric_mean(plain), 3) if plain else None,
+                "causal": rounded(geometric_mean(masked), 3) if masked else None,
+                "all": rounded(geometric_mean(plain + masked), 3)}
+    print("geometric mean of the ratio:")
+    for layer, per_variant in means.items():
+        for name, m in per_variant.items():
+            print(f"  {name} / {layer}: not causal {m['not_causal']:.2f}, causal "
+                  f"{m['causal']:.2f}, all {m['all']:.2f}"
+                  + ("   <- the headline" if (layer, name) == ("lab07", MHA) else ""))
+    for impl, sgemm in workbook["machine"].get("sgemm", {}).items():
+        print(f"OpenBLAS SGEMM {sgemm['n']}³ in bench-{impl}'s run: "
+              f"{sgemm['gflops_per_s']:.1f} GF/s")
+    load_after = load_average()
+    cpu_wall_ok = workbook_check["ok"] and torch_check["cases_ok"]
+    quiet = workbook_check["idle_otherwise"] and torch_check["idle_otherwise"]
+    fair = not warnings
+    print(f"CPU/wall: workbook {workbook_check['ratio']:.2f}, torch {torch_check['ratio']:.2f} "
+          f"(cases {torch_check['cases_ratio_min']:.2f}–{torch_check['cases_ratio_max']:.2f}); "
+          f"other processes used {workbook_check['other_processes_cpus']:.2f} and "
+          f"{torch_check['other_processes_cpus']:.2f} CPUs: "
+          + ("a fair run" if fair else
+             ("NOT A FAIR RUN" if not cpu_wall_ok else "A NOISY RUN" if not quiet else
+              "NOT A FAIR RUN (thread settings)")
+             + f" ({len(warnings)} warning{'s' if len(warnings) != 1 else ''} above): quote no "
+             "ratio from it"))
+
+    if args.record:
+        record = {
+            "about": "lab 07's layer (`workbook bench --json --impl reference`) and PyTorch's CPU "
+                     "attention (scripts/bench_torch.py --torch-only), timed one after the other "
+                     "in one run of scripts/bench_torch.py: medians of `repetitions` calls after "
+                     "a warm-up. ratio = torch ms / workbook ms (above 1: the workbook is "
+                     "faster). GF/s counts 8·T·d_model² + 4·T²·d_model FLOPs per call, causal or "
+                     "not. cpu_wall: CPU time / (wall time × threads) of each child process, "
+                     f"fair when within 1 ± {TOLERANCE} and other processes used at most "
+                     f"{IDLE_CPUS} CPUs.",
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command": shlex.join([sys.executable] + sys.argv),
+            "threads": threads,
+            "repetitions": args.repetitions,
+            "machine": {"cpu": cpu, "load_average_before": load_before,
+                        "load_average_after": load_after,
+                        "workbook_openblas": workbook_blas,
+                        "workbook_bench": workbook["machine"],
+                        "torch": torch_machine["torch"],
+                        "torch_openblas": {"core": torch_machine["openblas_core"],
+                                           "config": torch_machine["blas"],
+                                           "threads": torch_machine["openblas_threads"]},
+                        "torch_threads": torch_machine["torch_threads"]},
+            "environment": {"workbook": {**workbook_env, **inherited},
+                            "torch": torch_doc["environment"]},
+            "cpu_wall": {"workbook": workbook_check, "torch": torch_check},
+            "fair": fair,
+            "cpu_wall_ok": cpu_wall_ok,
+            "machine_quiet": quiet,
+            "warnings": warnings,
+            "results": results,
+            "geometric_mean_ratio": means,
+        }
+        with open(args.record, "w") as out:
+            json.dump(record, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        print(f"wrote {args.record}")
+    return 0
+
+
+def base_environment():
+    """This process's environment without the variables the children get set explicitly."""
+    return {k: v for k, v in os.environ.items()
+            if k not in THREAD_VARIABLES and k not in ALLOCATOR}
 
 
 def main():
@@ -144,67 +590,29 @@ def main():
     parser.add_argument("--repetitions", type=int, default=5, help="timed calls per case")
     parser.add_argument("--quick", action="store_true", help="the tiny shapes of --quick")
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
-    parser.add_argument("--record", metavar="FILE", help="also write torch's figures as JSON")
+    parser.add_argument("--torch-python", default=TORCH_PYTHON,
+                        help=f"the Python that imports torch (default {TORCH_PYTHON})")
+    parser.add_argument("--variants", choices=("mha", "all"),
+                        help="torch MHA alone, or also MHA without biases and plain torch "
+                             "(default: all, mha with --torch-only)")
+    parser.add_argument("--malloc", choices=("both", "torch", "default"), default="both",
+                        help="who gets glibc's keep-freed-memory settings (default both)")
+    parser.add_argument("--record", metavar="FILE", help="also write the run as JSON")
     parser.add_argument("--torch-only", action="store_true",
-                        help="time torch MHA alone on the --shape shapes; no workbook bench")
+                        help="time torch alone on the --shape shapes; no workbook bench")
     parser.add_argument("--shape", nargs=3, type=int, action="append", metavar=("T", "D", "H"),
                         help="with --torch-only: a shape (T, d_model, H) to time, causal and not")
     args = parser.parse_args()
     if args.torch_only != bool(args.shape):
         parser.error("--torch-only and --shape go together")
-    # Torch's own threads and those of the BLAS beneath it, both fixed before torch loads.
-    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[variable] = str(args.threads)
-    global torch
-    import torch
-
+    if args.threads < 1:
+        parser.error("--threads must be at least 1")
+    if args.variants is None:
+        args.variants = "mha" if args.torch_only else "all"
     if args.torch_only:
-        torch.set_num_threads(args.threads)
         return torch_only(args)
-
-    command = [os.path.join(args.build_dir, "bin", "workbook"), "bench", "--json", "--impl",
-               "reference", "--threads", str(args.threads), "--repetitions",
-               str(args.repetitions)] + (["--quick"] if args.quick else [])
-    print("running: " + " ".join(command), file=sys.stderr)
-    workbook = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
-
-    torch.set_num_threads(args.threads)
-    print(f"threads {args.threads}, median of {args.repetitions}; torch {torch.__version__}, "
-          f"{workbook['machine']['blas']}")
-    for impl, sgemm in workbook["machine"].get("sgemm", {}).items():
-        print(f"OpenBLAS SGEMM {sgemm['n']} x {sgemm['n']} in bench-{impl}'s run: "
-              f"{sgemm['gflops_per_s']:.1f} GF/s")
-    # The workbook's layers per shape: {(T, d, H, causal): {"lab01": ms, "lab07": ms}}.
-    shapes = {}
-    for row in workbook["results"]:
-        if "error" not in row:
-            key = (row["T"], row["d_model"], row["n_heads"], row["causal"])
-            shapes.setdefault(key, {})[row["layer"]] = row["median_ms"]
-    layers = sorted({layer for timings in shapes.values() for layer in timings})
-    print(f"{'T':>6} {'d_model':>8} {'H':>4} {'causal':>7} {'layer':>20} {'ms':>10} "
-          + " ".join(f"{'vs ' + layer:>9}" for layer in layers))
-    ratios = {}  # (torch variant, workbook layer) -> [torch ms / workbook ms]
-    recorded = []  # torch's figures per shape, for --record
-    for (T, d, H, causal), ours in shapes.items():
-        shape = f"{T:>6} {d:>8} {H:>4} {'yes' if causal else 'no':>7}"
-        for layer in layers:
-            print(f"{shape} {layer + ' reference':>20} {ours[layer]:>10.3f}")
-        times = time_torch(T, d, H, causal, args.repetitions)
-        recorded.append(record_row(T, d, H, causal, times))
-        for name, ms in times.items():
-            for layer in layers:
-                ratios.setdefault((name, layer), []).append(ms / ours[layer])
-            print(f"{shape} {name:>20} {ms:>10.3f} "
-                  + " ".join(f"{ms / ours[layer]:>9.2f}" for layer in layers))
-    print("ratio = torch ms / workbook ms; above 1: the workbook's layer is faster. "
-          "Geometric means over the shapes:")
-    for (name, layer), values in ratios.items():
-        geometric_mean = math.exp(statistics.mean(math.log(v) for v in values))
-        print(f"  {name} vs {layer}: {geometric_mean:.2f}")
-
-    if args.record:
-        write_record(args.record, args, recorded, workbook["machine"]["blas"])
+    return compare(args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
