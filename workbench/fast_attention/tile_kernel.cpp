@@ -1,8 +1,8 @@
 // The tuned path's kernel: lab 07's Block B, step for step as in the plain reference (the step
 // numbers are the lab's), with the causal diagonal offset by first_query. What it adds (issue 28):
 // its two tile products no longer go through cblas_sgemm, which repacks both operands into its own
-// panels on every call (at (4096, 512, 8), packing took 30 % of the time on issue 28's Zen 3, 13 %
-// on a Zen 4). Instead:
+// panels on every call (at (4096, 512, 8), its packing took 30 % of the time on issue 28's Zen 3,
+// 13 to 14 % on a Zen 4). Instead:
 //   - K is packed once per call, as kᵀ in panels of (d_head, bk), one per key tile: the layout
 //     the score product reads, column after column. The softmax scale stays on the scores, as in
 //     the plain reference (scale · (q · k), not q · (scale · k), which rounds differently).
