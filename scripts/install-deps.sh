@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libxtensor-dev xtl-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
+  libxsmm-dev  # workbench/fast_attention: small-GEMM kernels for the tuned tiles
   libgtest-dev nlohmann-json3-dev libcli11-dev libpugixml-dev clang-format
   clang libclang-rt-14-dev libbenchmark-dev
   libcairo2-dev fonts-dejavu-core

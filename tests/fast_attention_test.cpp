@@ -82,6 +82,32 @@ TEST(FastAttention, EqualsThePlainReferenceForLab01sLayer) {
   }
 }
 
+// The kernel packs K in panels of tiles.keys columns and hands each tile to a small-GEMM kernel
+// generated for its sizes (tile_kernel.cpp): sizes that fill no whole tile or vector (T = S = 1,
+// T of 67 or 129 with tiles of 24 x 40 or 7 x 5), d_head not a multiple of 8 (12, 20), and
+// d_head 80, past the 64 that libxsmm generates kernels for, where OpenBLAS takes the product.
+TEST(FastAttention, EqualsThePlainReferenceForOddSizesOfTheSmallGemmKernels) {
+  struct Shape {
+    std::size_t T, d_model, H;
+    Tiles tiles;
+  };
+  for (const Shape& s :
+       {Shape{1, 24, 2, {64, 64}}, Shape{67, 60, 5, {24, 40}}, Shape{129, 40, 2, {7, 5}},
+        Shape{67, 160, 2, {64, 64}}, Shape{129, 60, 5, {64, 64}}}) {
+    MultiHeadAttention layer(s.d_model, s.H, 79);
+    const Tensor3 x = random_tokens(2, s.T, s.d_model, 80);
+    for (const bool causal : {false, true}) {
+      SCOPED_TRACE("T " + std::to_string(s.T) + ", d_head " + std::to_string(s.d_model / s.H) +
+                   ", tiles " + std::to_string(s.tiles.queries) + " x " +
+                   std::to_string(s.tiles.keys) + (causal ? ", causal" : ""));
+      fast::FastOptions options;
+      options.tiles = s.tiles;
+      EXPECT_TRUE(all_close(fast::efficient_forward(layer, x, causal, options),
+                            efficient_forward(layer, x, causal, s.tiles), kTolerance));
+    }
+  }
+}
+
 TEST(FastAttention, EqualsThePlainReferenceForLab06sLayerWithMasks) {
   constexpr std::size_t B = 2, T = 37, S = 53, d_model = 32, H = 4;
   const MultiheadCrossAttention init(d_model, H, 62, false);

@@ -13,8 +13,9 @@
 //      is); for lab 06's layer, heads on threads.
 //   4. A causal block of queries reads only the keys up to its last query (tile_kernel.hpp's
 //      first_query), so it never even reaches the skipped tiles.
-// The kernel itself is tile_kernel.cpp, the lab's Block B with step 4 offset by first_query: issue
-// 28's packing and register-blocked micro-kernel land there, without touching the plain reference.
+// The kernel itself is tile_kernel.cpp, the lab's Block B with step 4 offset by first_query, and
+//   5. K packed once per head and block of queries, the tile products libxsmm's small-GEMM kernels
+//      that read their operands in place (issue 28): OpenBLAS no longer repacks them every tile.
 //
 // Threads and OpenBLAS: these functions run on `threads` threads of their own (the caller's
 // included) and call OpenBLAS from each. They never read or change OpenBLAS's process-wide thread

@@ -1,8 +1,20 @@
 // The tuned path's kernel: lab 07's Block B, step for step as in the plain reference (the step
-// numbers are the lab's), with the causal diagonal offset by first_query.
+// numbers are the lab's), with the causal diagonal offset by first_query. What it adds (issue 28):
+// its two tile products no longer go through cblas_sgemm, which repacks both operands into its own
+// panels on every call (at (4096, 512, 8), its packing took 30 % of the time on issue 28's Zen 3,
+// 13 to 14 % on a Zen 4). Instead:
+//   - K is packed once per call, as kᵀ in panels of (d_head, bk), one per key tile: the layout
+//     the score product reads, column after column. The softmax scale stays on the scores, as in
+//     the plain reference (scale · (q · k), not q · (scale · k), which rounds differently).
+//   - Each product is one call of a small-GEMM kernel that libxsmm generates for its exact sizes
+//     (JIT, for the instruction set this CPU has) and that reads its operands in place: q, the
+//     packed panel, the scores and v all stay in the layout they are in.
+// libxsmm is column-major: a row-major (m, n) matrix is its (n, m) transpose, so the row-major
+// product C = A B is the column-major Cᵀ = Bᵀ Aᵀ, operands swapped (SmallGemm below).
 #include "fast_attention/tile_kernel.hpp"
 
 #include <cblas.h>
+#include <libxsmm.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,15 +27,79 @@ namespace {
 
 constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
 
+// Row-major c (m, n) = a (m, k) b (k, n) (+ c if accumulate): libxsmm's column-major kernel for
+// cᵀ = bᵀ aᵀ, generated once per size and kept in its registry (a lookup afterwards). Above the
+// sizes libxsmm generates (64 a side in Debian's build) it returns none, and OpenBLAS does the
+// product, repacking as before; so does Products::openblas.
+class SmallGemm {
+ public:
+  SmallGemm(Products products, std::size_t m, std::size_t n, std::size_t k, std::size_t lda,
+            std::size_t ldb, std::size_t ldc, bool accumulate)
+      : m_(int(m)),
+        n_(int(n)),
+        k_(int(k)),
+        lda_(int(lda)),
+        ldb_(int(ldb)),
+        ldc_(int(ldc)),
+        beta_(accumulate ? 1.0f : 0.0f) {
+    const libxsmm_blasint ldb_x = ldb_, lda_x = lda_, ldc_x = ldc_;
+    const float alpha = 1.0f;
+    const int flags = LIBXSMM_GEMM_FLAG_NONE, prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+    // Column-major (n, m) = (n, k) (k, m): bᵀ is libxsmm's first operand, aᵀ its second.
+    if (products == Products::openblas) return;
+    kernel_ =
+        libxsmm_smmdispatch(n_, m_, k_, &ldb_x, &lda_x, &ldc_x, &alpha, &beta_, &flags, &prefetch);
+  }
+
+  void operator()(const float* a, const float* b, float* c) const {
+    if (kernel_ != nullptr) {
+      kernel_(b, a, c);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m_, n_, k_, 1.0f, a, lda_, b, ldb_,
+                  beta_, c, ldc_);
+    }
+  }
+
+ private:
+  int m_, n_, k_, lda_, ldb_, ldc_;
+  float beta_;
+  libxsmm_smmfunction kernel_ = nullptr;
+};
+
+// keys: k[k0 : k0 + bk]ᵀ for each key tile, panels of (d_head, bk) one after the other;
+// the last tile's panel keeps the row length bk, its columns past the last key unused.
+void pack_keys(MatrixView k, std::size_t bk, std::vector<float>& keys) {
+  const std::size_t S = k.rows, d_head = k.cols, panel = d_head * bk;
+  keys.resize((S + bk - 1) / bk * panel);
+  for (std::size_t k0 = 0; k0 < S; k0 += bk) {
+    float* out = keys.data() + k0 / bk * panel;
+    const std::size_t nk = std::min(bk, S - k0);
+    for (std::size_t j = 0; j < nk; ++j) {
+      const float* key = k.data + (k0 + j) * k.ld;
+      for (std::size_t c = 0; c < d_head; ++c) out[c * bk + j] = key[c];
+    }
+  }
+}
+
 }  // namespace
 
 // q (T, d_head), k (S, d_head), v (S, d_v) -> out (T, d_v)
 void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
-                  const TiledOptions& options, std::size_t first_query, TileWorkspace& ws) {
+                  const TiledOptions& options, std::size_t first_query, TileWorkspace& ws,
+                  Products products) {
   const std::size_t T = q.rows, S = k.rows, d_head = q.cols, d_v = v.cols;
   const std::size_t bq = options.tiles.queries, bk = options.tiles.keys;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
   TileCounts counts;
+
+  // K packed once for every block of queries: S · d_head floats (256 KiB at S = 1024, d_head 64),
+  // read again by each block of queries from L2 (and by the score product from L1, a panel at a
+  // time).
+  pack_keys(k, bk, ws.keys);
+  const std::size_t panel = d_head * bk;
+  // The kernels of a whole tile, generated (or looked up) once per call; the edge tiles' below.
+  const SmallGemm full_scores(products, bq, bk, d_head, q.ld, bk, bk, false);
+  const SmallGemm full_values(products, bq, d_v, bk, bk, v.ld, out.ld, true);
 
   for (std::size_t q0 = 0; q0 < T; q0 += bq) {
     const std::size_t nq = std::min(bq, T - q0);
@@ -43,16 +119,27 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
       ++counts.computed;
       const std::size_t nk = std::min(bk, S - k0);
       float* scores = ws.scores.data();  // (nq, nk), rows bk apart
+      const bool whole = nq == bq && nk == bk;
 
-      // 3. The tile's scores, scale · q_block k_blockᵀ: one SGEMM on the views, in cache.
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(nq), int(nk), int(d_head), scale,
-                  q.data + q0 * q.ld, int(q.ld), k.data + k0 * k.ld, int(k.ld), 0.0f, scores,
-                  int(bk));
+      // 3. The tile's scores, q_block k_blockᵀ from the packed panel, no repacking (scaled below).
+      // In cache
+      //    while the tile lasts: the query block (bq, d_head), the panel (d_head, bk), the scores.
+      const float* keys = ws.keys.data() + k0 / bk * panel;
+      const float* queries = q.data + q0 * q.ld;
+      if (whole) {
+        full_scores(queries, keys, scores);
+      } else {
+        SmallGemm(products, nq, nk, d_head, q.ld, bk, bk, false)(queries, keys, scores);
+      }
 
+      // Only a tile that crosses the causal diagonal, or with a mask, has masks to apply.
+      const bool masked =
+          (options.causal && k0 + nk - 1 > first_query + q0) || options.mask || options.key_bias;
       for (std::size_t i = 0; i < nq; ++i) {
         float* row = scores + i * bk;
+        for (std::size_t j = 0; j < nk; ++j) row[j] *= scale;
         // 4. Masks: a removed key's score becomes -inf; another mask or key_bias value is added.
-        for (std::size_t j = 0; j < nk; ++j) {
+        for (std::size_t j = 0; masked && j < nk; ++j) {
           if (options.causal && k0 + j > first_query + q0 + i) {
             row[j] = kMinusInfinity;
           } else if (options.mask || options.key_bias) {
@@ -78,9 +165,14 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
         ws.row_max[i] = new_max;
       }
 
-      // 6. Accumulate the tile's weighted values, out_block += P v_block: one SGEMM.
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(nq), int(d_v), int(nk), 1.0f,
-                  scores, int(bk), v.data + k0 * v.ld, int(v.ld), 1.0f, out_block, int(out.ld));
+      // 6. Accumulate the tile's weighted values, out_block += P v_block, v read in place: in
+      //    cache, the scores (bq, bk), the value rows (bk, d_v) and the output block (bq, d_v).
+      const float* values = v.data + k0 * v.ld;
+      if (whole) {
+        full_values(scores, values, out_block);
+      } else {
+        SmallGemm(products, nq, d_v, nk, bk, v.ld, out.ld, true)(scores, values, out_block);
+      }
     }
 
     // 7. Normalise each row by its sum; a row with no key left has sum 0 and stays zero.

@@ -1,8 +1,8 @@
 #pragma once
 // The tuned path's kernel: lab 07's Block B (tiled_attention) without its checks, with a workspace
 // the caller keeps and a causal offset, so that a block of queries can be handed to it alone.
-// Issue 28 makes this faster (packing K and V once per key block, a micro-kernel); its contract
-// stays the one below.
+// Issue 28: it packs K once per call and computes its two tile products with small-GEMM kernels
+// that read their operands where they lie (tile_kernel.cpp); its contract stays the one below.
 #include <cstddef>
 #include <vector>
 
@@ -10,9 +10,11 @@
 
 namespace minimodel::fast {
 
-/// One tile of scores and the running max and sum of its rows, kept by the caller across calls.
+/// One tile of scores and the running max and sum of its rows, and the packed keys, kept by the
+/// caller across calls.
 struct TileWorkspace {
   std::vector<float> scores, row_max, row_sum;
+  std::vector<float> keys;  ///< kᵀ in panels of (d_head, tiles.keys): attend_tiles fits it
 
   void fit(const Tiles& tiles) {
     scores.resize(tiles.queries * tiles.keys);
@@ -21,12 +23,18 @@ struct TileWorkspace {
   }
 };
 
+/// Who computes the two tile products: libxsmm's kernels (tile_kernel.cpp), or OpenBLAS, which
+/// repacks its operands on every call but sums in the plain reference's order. Lab 06's layer keeps
+/// OpenBLAS (fast_attention.cpp says why).
+enum class Products { small_gemm, openblas };
+
 /// softmax(q kᵀ / sqrt(d_head) + options' masks) v, as minimodel::tiled_attention, whose checks
 /// the caller has made (shapes, ld, mask and key_bias sizes, tiles). In causal mode, q's row i is
 /// query first_query + i and sees keys j <= first_query + i; k and v may stop after the last key
 /// any row sees. ws must have been fit to options.tiles.
 /// q (T, d_head), k (S, d_head), v (S, d_v) -> out (T, d_v)
 void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
-                  const TiledOptions& options, std::size_t first_query, TileWorkspace& ws);
+                  const TiledOptions& options, std::size_t first_query, TileWorkspace& ws,
+                  Products products = Products::small_gemm);
 
 }  // namespace minimodel::fast
