@@ -122,8 +122,8 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
       const bool whole = nq == bq && nk == bk;
 
       // 3. The tile's scores, q_block k_blockᵀ from the packed panel, no repacking (scaled below).
-      // In cache
-      //    while the tile lasts: the query block (bq, d_head), the panel (d_head, bk), the scores.
+      //    In cache while the tile lasts: the query block (bq, d_head), the panel (d_head, bk),
+      //    the scores.
       const float* keys = ws.keys.data() + k0 / bk * panel;
       const float* queries = q.data + q0 * q.ld;
       if (whole) {
