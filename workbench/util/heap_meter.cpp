@@ -34,7 +34,20 @@ void* operator new(std::size_t n, std::align_val_t alignment) {
   const std::size_t a = std::max(static_cast<std::size_t>(alignment), sizeof(void*));
   return counted(posix_memalign(&p, a, n ? n : 1) == 0 ? p : nullptr);
 }
+// The nothrow forms too (std::stable_sort's temporary buffer uses one): a sanitizer replaces every
+// form we leave out, and its operator new's block freed by our delete is a mismatch it reports.
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  void* p = std::malloc(n ? n : 1);
+  return p ? counted(p) : nullptr;
+}
+void* operator new(std::size_t n, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  void* p = nullptr;
+  const std::size_t a = std::max(static_cast<std::size_t>(alignment), sizeof(void*));
+  return posix_memalign(&p, a, n ? n : 1) == 0 ? counted(p) : nullptr;
+}
 void operator delete(void* p) noexcept { uncounted(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { uncounted(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { uncounted(p); }
 void operator delete(void* p, std::size_t) noexcept { uncounted(p); }
 void operator delete(void* p, std::align_val_t) noexcept { uncounted(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { uncounted(p); }
