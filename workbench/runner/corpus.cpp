@@ -38,7 +38,7 @@ int write_corpus(const Context& ctx, const std::string& out) {
     }
     std::cout << "validation books:";
     for (std::string_view book : workbench::kKjvValidationBooks) std::cout << ' ' << book;
-    std::cout << "; " << seconds << " s\n";
+    std::cout << "; " << workbench::seconds_text(seconds) << '\n';
   } catch (const workbench::KjvMissing& e) {
     std::cerr << "workbook corpus: " << e.what() << '\n';
     return kEnvironment;
