@@ -344,7 +344,7 @@ int main(int argc, char** argv) {
     run.measure("compression_vs_vocab", curve);
     workbench::LinePlot plot;
     plot.title = "Lab 12: compression against vocabulary size (King James Bible)";
-    plot.x_label = "vocabulary size (256 bytes + merges + <|endoftext|>)";
+    plot.x_label = "vocabulary size (256 bytes + merges + <|endoftext|>; the first point is 257)";
     plot.y_label = "bytes per token";
     plot.log_x = true;
     plot.series = {train_series, validation_series};
