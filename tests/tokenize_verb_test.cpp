@@ -1,6 +1,7 @@
 // `workbook tokenize` and `workbook corpus` end to end, on the reference's engine: train writes a
 // tokenizer folder that encode and decode read back, the round trip through the command line gives
-// the text back, and bad input gets one line and exit status 2 with nothing written.
+// the text back, and bad input (a tokenizer's or a corpus's) gets one line and exit status 2 with
+// nothing written.
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -117,6 +118,21 @@ TEST(WorkbookCorpus, WritesBothSplitsOrSaysHowToInstallTheBible) {
   EXPECT_EQ(count(train), 58u);
   EXPECT_EQ(count(validation), 8u);
   EXPECT_EQ(train.find("Ge1:1"), std::string::npos) << "a reference was left in";
+}
+
+TEST(WorkbookCorpus, AnOutThatIsNoFolderIsBadUsageWithNothingWritten) {
+  testing::TempDir dir("workbook_corpus_bad");
+  workbench::write_file_atomically(dir / "a-file", "kept\n");
+  fs::create_directories(dir / "split-is-a-folder" / "kjv-train.txt");
+  for (const std::string& out : {std::string("/dev/null"), (dir / "a-file").string(),
+                                 (dir / "split-is-a-folder").string()}) {
+    const CommandResult run = workbook("corpus --out " + out, dir.path());
+    EXPECT_EQ(run.status, 2) << out << ": " << run.err;
+    EXPECT_NE(run.err.find(out), std::string::npos) << run.err;
+  }
+  EXPECT_EQ(workbench::read_file(dir / "a-file"), "kept\n");
+  EXPECT_TRUE(fs::is_directory(dir / "split-is-a-folder" / "kjv-train.txt"));
+  EXPECT_FALSE(fs::exists(dir / "split-is-a-folder" / "kjv-validation.txt"));
 }
 
 }  // namespace

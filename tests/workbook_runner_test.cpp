@@ -43,6 +43,7 @@
 
 #include "runner/learner_tests.hpp"
 #include "runner/registry.hpp"
+#include "runner/verbs.hpp"
 #include "runner/workspace.hpp"
 #include "util/files.hpp"
 #include "util/process.hpp"
@@ -146,6 +147,24 @@ TEST(LabRegistry, NormalisesLabNumbers) {
   EXPECT_FALSE(workbook::normalise_lab_number("123"));
   EXPECT_EQ(workbook::todo_in("C++ exception \"TODO(lab 02, Block A): build\""),
             std::make_pair(std::string("02"), std::string("A")));
+}
+
+TEST(BreakPredictions, ABlockNamesThatBlocksTestsAndItsLetterNoOthers) {
+  // "Block A": the "A" after "block" is the block's letter, not a piece of a test name (every
+  // test whose name holds a capital A was counted before).
+  const workbook::Lab& lab = real_lab("12");
+  for (const workbook::Block& block : lab.blocks) {
+    const std::set<std::string> expected(block.tests.begin(), block.tests.end());
+    EXPECT_EQ(workbook::predicted_tests(lab, "Block " + block.id), expected) << block.id;
+    EXPECT_EQ(workbook::predicted_tests(lab, "block " + block.id + " only"), expected) << block.id;
+  }
+  // A name after the block still counts.
+  std::set<std::string> a_and_decode(lab.blocks.front().tests.begin(),
+                                     lab.blocks.front().tests.end());
+  for (const std::string& test : lab.test_names())
+    if (test.find("Decode") != std::string::npos) a_and_decode.insert(test);
+  EXPECT_EQ(workbook::predicted_tests(lab, "Block A, Decode"), a_and_decode);
+  EXPECT_TRUE(workbook::predicted_tests(lab, "none").empty());
 }
 
 // ---- One-line summaries of a failure, from GoogleTest 1.12's own failure texts ------------------

@@ -1,13 +1,15 @@
-// Lab 12 verify, in the order of the blocks: one verse's pre-tokens (Block A); a vocabulary of
-// kVocabSize tokens trained on the King James Bible's training books, its time, its peak heap
-// and its longest tokens, and the same training to kCurveVocabSize whose first merges must be the
-// same ones (Block B); bytes per token on the training and the validation books, the round trips,
-// the streaming encoder against the whole-text one, the encode rate, the compression against the
-// vocabulary size (compression_vs_vocab.png) and one verse split into its tokens
-// (verse_tokens.png) (Block C). The tokenizer is saved as vocab.json and merges.txt and read back.
-// Times and rates go into the manifest's "measurements"; none is checked.
+// Lab 12 verify, in the order of the blocks: one verse's and an adversarial text's pre-tokens
+// (Block A); a vocabulary of kVocabSize tokens trained on the King James Bible's training books,
+// its time, its peak heap and its longest tokens, the pre-token counts, and the same training to
+// kCurveVocabSize whose first merges must be the same ones (Block B); bytes per token on the
+// training and the validation books, the round trips (of the adversarial text too), the streaming
+// encoder against the whole-text one, the encode rate, the compression against the vocabulary
+// size (compression_vs_vocab.png) and one verse split into its tokens (verse_tokens.png)
+// (Block C). The tokenizer is saved as vocab.json and merges.txt and read back. Times and rates go
+// into the manifest's "measurements"; none is checked.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -33,7 +35,7 @@ namespace {
 // the training books, against 2.4 at 512, 3.1 at 1024 and 4.0 at 4096 (compression_vs_vocab.png):
 // the doubling from 1024 buys 18 %, the next one 11 %, while the embedding and unembedding of the
 // model that reads the tokens grow with V (2 · V · d_model weights). The training books hold
-// 13,544 distinct pre-tokens (about 12,000 words): 2048 tokens cover the frequent ones whole.
+// 13,543 distinct pre-tokens (about 12,000 words): 2048 tokens cover the frequent ones whole.
 constexpr std::size_t kVocabSize = 2048;
 // The compression curve comes from a second training, whose first merges must be the first's. An
 // unoptimised build (CI's sanitizer run, at -O0) trains and encodes about ten times slower, so
@@ -50,6 +52,12 @@ const std::vector<std::size_t> kCurveSizes = {257, 512, 1024, 2048};
 const std::vector<std::string> kSpecial = {std::string(workbench::kEndOfText)};
 // The verse of the figure, from the validation books (Ruth 1:16).
 constexpr const char* kVerseStart = "And Ruth said, Intreat me not";
+// For `workbook diff`, which sees no failing test: what the verse lacks. Bytes that are not UTF-8
+// (a lone continuation byte, a cut 3-byte character at the end), a special token inside a word,
+// emoji, runs of spaces and newlines, a contraction and digits.
+const std::string kAdversarial =
+    "ok\xff\xfe then \x80 and in<|endoftext|>word, emoji \xf0\x9f\x98\x80\xf0\x9f\x98\x80 "
+    "x   spaced\n\n\n\nthey'll 12345  \n \xe2\x82";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -131,6 +139,27 @@ int main(int argc, char** argv) {
     run.print(line);
     run.check("the pre-tokens concatenate to the verse", joined == verse.size(), double(joined),
               std::to_string(joined) + " of " + std::to_string(verse.size()) + " bytes");
+    // An adversarial text's pieces: a special token as minus its length, each pre-token of the
+    // text between as its length.
+    line = "  an adversarial text:";
+    std::vector<float> adversarial_lengths;
+    for (const minimodel::TextPiece& piece :
+         minimodel::split_on_special_tokens(kAdversarial, kSpecial)) {
+      if (piece.special) {
+        line += " <" + std::string(piece.text) + ">";
+        adversarial_lengths.push_back(-float(piece.text.size()));
+        continue;
+      }
+      for (std::string_view pretoken : minimodel::pretokenize(piece.text)) {
+        line += " [" + shown(std::string(pretoken)) + "]";
+        adversarial_lengths.push_back(float(pretoken.size()));
+      }
+    }
+    run.print(line);
+    xt::xarray<float> adversarial_record = xt::zeros<float>({adversarial_lengths.size()});
+    for (std::size_t i = 0; i < adversarial_lengths.size(); ++i)
+      adversarial_record(i) = adversarial_lengths[i];
+    run.record("adversarial_pretoken_lengths", adversarial_record, 0.0, "A");
 
     // ---- Block B: training ----
     run.print();
@@ -170,7 +199,25 @@ int main(int argc, char** argv) {
     xt::xarray<float> verse_record = xt::zeros<float>({verse_ids.size()});
     for (std::size_t i = 0; i < verse_ids.size(); ++i) verse_record(i) = float(verse_ids[i]);
     run.record("verse_tokens", verse_record, 0.0, "C");
+    // The adversarial text's tokens, and the text decode gives back from them (its invalid UTF-8
+    // replaced).
+    const std::vector<TokenId> adversarial_ids = encoder.encode(kAdversarial);
+    xt::xarray<float> adversarial_tokens = xt::zeros<float>({adversarial_ids.size()});
+    for (std::size_t i = 0; i < adversarial_ids.size(); ++i)
+      adversarial_tokens(i) = float(adversarial_ids[i]);
+    run.record("adversarial_tokens", adversarial_tokens, 0.0, "C");
+    const std::string decoded = encoder.decode(adversarial_ids);
+    xt::xarray<float> decoded_record = xt::zeros<float>({decoded.size()});
+    for (std::size_t i = 0; i < decoded.size(); ++i)
+      decoded_record(i) = float(static_cast<unsigned char>(decoded[i]));
+    run.record("adversarial_decoded_text", decoded_record, 0.0, "C");
     if (run.comparing()) return;  // workbook diff: what follows is timings and a second training
+
+    std::int64_t n_pretokens = 0;
+    const auto pretoken_counts = minimodel::count_pretokens(corpus.train, kSpecial);
+    for (const auto& [pretoken, count] : pretoken_counts) n_pretokens += count;
+    run.print("  the training books: " + std::to_string(n_pretokens) + " pre-tokens, " +
+              std::to_string(pretoken_counts.size()) + " distinct (count_pretokens)");
 
     std::vector<std::size_t> by_length(bpe.vocab.size() - kSpecial.size());
     for (std::size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
@@ -230,6 +277,9 @@ int main(int argc, char** argv) {
     run.check("decode(encode(x)) == x on the validation books",
               encoder.decode(validation_ids) == corpus.validation, double(validation_ids.size()),
               std::to_string(validation_ids.size()) + " tokens");
+    run.check("decode_bytes(encode(x)) == x on the adversarial text",
+              encoder.decode_bytes(adversarial_ids) == kAdversarial, double(adversarial_ids.size()),
+              std::to_string(adversarial_ids.size()) + " tokens");
     // Held-out books compress a little worse: some of their names and words were never seen
     // (measured: 3.3 % fewer bytes per token at 2048). A tenth means the split leaks or is skewed.
     run.check("the validation books take at most 10% fewer bytes per token than the training books",
@@ -260,6 +310,8 @@ int main(int argc, char** argv) {
                               {"train_seconds", train_seconds},
                               {"train_cpu_seconds", train_cpu_seconds},
                               {"train_peak_heap_bytes", train_heap},
+                              {"pretokens", n_pretokens},
+                              {"distinct_pretokens", pretoken_counts.size()},
                               {"curve_train_seconds", big_seconds},
                               {"bytes_per_token_train", train_bpt},
                               {"bytes_per_token_validation", validation_bpt},
@@ -292,7 +344,7 @@ int main(int argc, char** argv) {
     run.measure("compression_vs_vocab", curve);
     workbench::LinePlot plot;
     plot.title = "Lab 12: compression against vocabulary size (King James Bible)";
-    plot.x_label = "vocabulary size (256 bytes + merges + <|endoftext|>)";
+    plot.x_label = "vocabulary size (256 bytes + merges + <|endoftext|>; the first point is 257)";
     plot.y_label = "bytes per token";
     plot.log_x = true;
     plot.series = {train_series, validation_series};

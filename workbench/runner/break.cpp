@@ -28,36 +28,6 @@ std::string lower(std::string text) {
   return text;
 }
 
-// The tests a prediction names: "all", "none", "Block B", or names and parts of names that start
-// with a capital letter as test and suite names do ("SplitHeads", "MatchesTorch*",
-// "SplitHeads.MergeHeadsUndoesIt"). Other words ("and", "the") are ignored.
-std::set<std::string> predicted_tests(const Lab& lab, const std::string& prediction) {
-  std::vector<std::string> words;
-  std::string word;
-  for (const char c : prediction + " ") {
-    if (std::isspace(static_cast<unsigned char>(c)) || c == ',' || c == ';') {
-      if (!word.empty()) words.push_back(word);
-      word.clear();
-    } else if (c != '*' && c != '`') {
-      word += c;
-    }
-  }
-  std::set<std::string> tests;
-  const std::vector<std::string> every = lab.test_names();
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    const std::string w = lower(words[i]);
-    if (w == "all") tests.insert(every.begin(), every.end());
-    if (w == "block" && i + 1 < words.size())
-      for (const Block& block : lab.blocks)
-        if (lower(block.id) == lower(words[i + 1]))
-          tests.insert(block.tests.begin(), block.tests.end());
-    if (!std::isupper(static_cast<unsigned char>(words[i][0])) || words[i] == "Block") continue;
-    for (const std::string& test : every)
-      if (test.find(words[i]) != std::string::npos) tests.insert(test);
-  }
-  return tests;
-}
-
 // One line read from the learner; nullopt at the end of the input.
 std::optional<std::string> ask(const std::string& question) {
   std::cout << question << "\n> " << std::flush;
@@ -161,6 +131,36 @@ int list_mutants(const Context& ctx, const Lab& lab, const std::vector<Mutant>& 
 }
 
 }  // namespace
+
+std::set<std::string> predicted_tests(const Lab& lab, const std::string& prediction) {
+  std::vector<std::string> words;
+  std::string word;
+  for (const char c : prediction + " ") {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == ',' || c == ';') {
+      if (!word.empty()) words.push_back(word);
+      word.clear();
+    } else if (c != '*' && c != '`') {
+      word += c;
+    }
+  }
+  std::set<std::string> tests;
+  const std::vector<std::string> every = lab.test_names();
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string w = lower(words[i]);
+    if (w == "all") tests.insert(every.begin(), every.end());
+    if (w == "block" && i + 1 < words.size()) {
+      for (const Block& block : lab.blocks)
+        if (lower(block.id) == lower(words[i + 1]))
+          tests.insert(block.tests.begin(), block.tests.end());
+      ++i;  // the block's letter ("A") is no part of a test name
+      continue;
+    }
+    if (!std::isupper(static_cast<unsigned char>(words[i][0]))) continue;
+    for (const std::string& test : every)
+      if (test.find(words[i]) != std::string::npos) tests.insert(test);
+  }
+  return tests;
+}
 
 int break_lab(const Context& ctx, const std::string& number, const std::string& name,
               bool predict) {

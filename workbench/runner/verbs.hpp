@@ -3,6 +3,7 @@
 // exit status (ExitStatus in workspace.hpp); usage and environment problems are thrown as
 // UsageError and EnvironmentError and reported by workbook_main.cpp.
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ int diff_lab(const Context& ctx, const std::string& number);
 int show_hint(const Context& ctx, const std::string& number, bool restart);
 /// `break NN [NAME]`: list lab NN's mutants, or predict, build and run one (break.cpp).
 int break_lab(const Context& ctx, const std::string& number, const std::string& name, bool predict);
+/// The tests a prediction names: "all", "none", "Block B", or names and parts of names that start
+/// with a capital letter as test and suite names do ("SplitHeads", "MatchesTorch*",
+/// "SplitHeads.MergeHeadsUndoesIt"). Other words ("and", "the", a block's letter) are ignored.
+std::set<std::string> predicted_tests(const Lab& lab, const std::string& prediction);
 int show_solution(const Context& ctx, const std::string& number, bool force);
 int reset_lab(const Context& ctx, const std::string& number, bool yes);
 int grade(const Context& ctx, bool json);

@@ -14,6 +14,7 @@
 #include "minimodel/tokenizer/bpe.hpp"
 #include "tokenize/tokenize_options.hpp"
 #include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace {
 
@@ -30,14 +31,18 @@ int train(const TokenizeOptions& o) {
        {o.out / workbench::kMergesFile, minimodel::to_merges_txt(bpe)},
        {o.out / workbench::kSpecialTokensFile, nlohmann::json(o.special_tokens).dump() + "\n"}});
   std::cout << "trained " << bpe.vocab.size() << " tokens (" << bpe.merges.size() << " merges) on "
-            << text.size() << " bytes in " << seconds << " s; wrote " << o.out.string() << "/"
-            << workbench::kVocabFile << " and " << workbench::kMergesFile << '\n';
+            << text.size() << " bytes in " << workbench::seconds_text(seconds) << "; wrote "
+            << o.out.string() << "/" << workbench::kVocabFile << " and " << workbench::kMergesFile
+            << '\n';
   return 0;
 }
 
 minimodel::Bpe load(const std::filesystem::path& dir) {
   std::vector<std::string> specials;
   const std::filesystem::path special_file = dir / workbench::kSpecialTokensFile;
+  if (!std::filesystem::exists(special_file))
+    std::cerr << "tokenize: warning: " << special_file.string()
+              << " is missing: no special tokens (\"<|endoftext|>\" is ordinary text)\n";
   if (std::filesystem::exists(special_file)) {
     try {
       specials =

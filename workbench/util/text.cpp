@@ -55,6 +55,18 @@ std::string scientific(double value) {
   return out.str();
 }
 
+std::string seconds_text(double seconds) {
+  std::ostringstream out;
+  const double ms = seconds * 1000;
+  if (seconds >= 1)
+    out << std::setprecision(3) << seconds << " s";  // 1.01 s, 12.3 s, 456 s
+  else if (ms >= 1)
+    out << std::fixed << std::setprecision(ms >= 100 ? 0 : ms >= 10 ? 1 : 2) << ms << " ms";
+  else
+    out << std::setprecision(3) << ms << " ms";  // 0.0146 ms
+  return out.str();
+}
+
 std::string utc_now(const char* strftime_format) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};

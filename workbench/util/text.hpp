@@ -36,6 +36,9 @@ bool json_too_deep(const std::string& json);
 /// "1.00e-05": how the verify programs and `workbook diff` print differences and tolerances.
 std::string scientific(double value);
 
+/// "1.01 s", "14.6 ms", "0.0146 ms": a duration to 3 significant digits, in ms below a second.
+std::string seconds_text(double seconds);
+
 /// The current UTC time in `strftime_format`, e.g. "%Y-%m-%dT%H:%M:%SZ".
 std::string utc_now(const char* strftime_format);
 

@@ -115,8 +115,8 @@ Bpe train_bpe(std::string_view text, std::size_t vocab_size,
 /// space is "Ġ", the newline "Ċ". Returns the UTF-8 spelling of a token's bytes.
 std::string gpt2_spelling(std::string_view bytes);
 
-/// Block B. The inverse of gpt2_spelling. @throws std::invalid_argument naming a character that
-/// is not in the table.
+/// Block B. The inverse of gpt2_spelling. @throws std::invalid_argument naming the spelling and
+/// saying it holds a character that is not in GPT-2's "byte table".
 std::string gpt2_bytes(std::string_view spelling);
 
 /// Block B. GPT-2's vocab.json: {spelling: id}, special tokens spelled as themselves.
@@ -127,8 +127,10 @@ std::string to_merges_txt(const Bpe& bpe);
 
 /// Block B. A tokenizer from the texts of a vocab.json and a merges.txt (a "#version" line is
 /// skipped), with these special tokens, which must be in the vocabulary.
-/// @throws std::invalid_argument naming a malformed line, a merge whose parts or result are not in
-/// the vocabulary, or a missing special token.
+/// @throws std::invalid_argument whose message names "vocab.json" when it is not an object
+/// {token: id} with the ids 0 to n - 1 once each; names a malformed merges.txt line by its number
+/// ("line 1"); says a merge's part or result or a byte is "not in the vocabulary" (as BpeEncoder
+/// does); or names a special token missing from vocab.json.
 Bpe bpe_from_files(std::string_view vocab_json, std::string_view merges_txt,
                    const std::vector<std::string>& special_tokens);
 
@@ -137,7 +139,8 @@ Bpe bpe_from_files(std::string_view vocab_json, std::string_view merges_txt,
 /// Block C. Text to token ids and back, with a tokenizer's vocabulary and merge ranks.
 class BpeEncoder {
  public:
-  /// @throws std::invalid_argument if a single byte or a merge's result is not in the vocabulary.
+  /// @throws std::invalid_argument if a single byte or a merge's part or result is not in the
+  /// vocabulary: the message names the token, spelled, and says "not in the vocabulary".
   explicit BpeEncoder(Bpe bpe);
 
   /// Special tokens become their ids; each pre-token of the ordinary text becomes its bytes, then

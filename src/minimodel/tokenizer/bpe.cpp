@@ -210,11 +210,13 @@ std::string gpt2_spelling(std::string_view bytes) {
 }
 
 std::string gpt2_bytes(std::string_view spelling) {
-  // TODO(lab 12, Block B): each character back to its byte, rejecting one that is not in the table
-  // — see labs/12-tokens.md
+  // TODO(lab 12, Block B): each character back to its byte, rejecting one that is not in the table:
+  // decode each UTF-8 character (utf8_prefix) to its code point; one ≥ 512 or with `to_byte` −1 is
+  // not in the table — see labs/12-tokens.md
   throw Todo(
       "TODO(lab 12, Block B): each character back to its byte, rejecting one that is not in the "
-      "table — see labs/12-tokens.md");
+      "table: decode each UTF-8 character (utf8_prefix) to its code point; one ≥ 512 or with "
+      "`to_byte` −1 is not in the table — see labs/12-tokens.md");
 }
 
 std::string to_vocab_json(const Bpe& bpe) {
