@@ -206,13 +206,7 @@ Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& q
   if (masks.transform_qk) {
     q_heads = split_heads(q, H);
     k_heads = split_heads(k, H);
-    const auto q_shape = q_heads->shape(), k_shape = k_heads->shape();
-    const std::string before = shape_of(*q_heads) + " and " + shape_of(*k_heads);
-    masks.transform_qk(*q_heads, *k_heads);
-    if (q_heads->shape() != q_shape || k_heads->shape() != k_shape)
-      throw std::invalid_argument("efficient_forward: transform_qk changed q and k from " + before +
-                                  " to " + shape_of(*q_heads) + " and " + shape_of(*k_heads) +
-                                  "; it must keep their shapes");
+    detail::apply_transform_qk("efficient_forward", masks, *q_heads, *k_heads);
   }
   const auto head = [&](const Tensor3& projected, const std::optional<Tensor4>& split,
                         std::size_t b, std::size_t h) -> MatrixView {

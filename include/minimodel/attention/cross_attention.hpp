@@ -140,6 +140,12 @@ void check_cross_attention_inputs(const char* where, const Tensor3& query, const
                                   const Tensor3& value, std::size_t d_model,
                                   const CrossAttentionOptions& options);
 
+/// Not part of lab 06's API either: options.transform_qk applied to the split heads q (B, H, T,
+/// d_head) and k (B, H, S, d_head), and forward's error under the name `where` if it changed a
+/// shape. Shared, as the checks above, by lab 06's reference and lab 07's two.
+void apply_transform_qk(const char* where, const CrossAttentionOptions& options, Tensor4& q,
+                        Tensor4& k);
+
 }  // namespace detail
 
 }  // namespace minimodel

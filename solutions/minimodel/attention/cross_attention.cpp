@@ -46,6 +46,20 @@ bool attn_mask_fits(const Tensor4& mask, std::size_t B, std::size_t T, std::size
 
 }  // namespace
 
+// Shared with lab 07's efficient_forward (cross_attention.hpp): a position scheme's transform,
+// checked to keep the heads' shapes.
+void detail::apply_transform_qk(const char* where, const CrossAttentionOptions& options, Tensor4& q,
+                                Tensor4& k) {
+  if (!options.transform_qk) return;
+  const auto q_shape = q.shape(), k_shape = k.shape();
+  const std::string before = shape_of(q) + " and " + shape_of(k);
+  options.transform_qk(q, k);
+  if (q.shape() != q_shape || k.shape() != k_shape)
+    throw std::invalid_argument(std::string(where) + ": transform_qk changed q and k from " +
+                                before + " to " + shape_of(q) + " and " + shape_of(k) +
+                                "; it must keep their shapes");
+}
+
 // Shared with lab 07's efficient_forward (cross_attention.hpp): the same checks, under its name.
 void detail::check_cross_attention_inputs(const char* where_name, const Tensor3& query,
                                           const Tensor3& key, const Tensor3& value,
@@ -175,15 +189,7 @@ AttentionOutput MultiheadCrossAttention::forward(const Tensor3& query, const Ten
   Tensor4 v = split_heads(project(value, w_v_, b_v_), H);  // (B, H, S, d_head)
 
   // 3. A position scheme (e.g. RoPE) acts on per-head queries and keys, before the scores.
-  if (options.transform_qk) {
-    const auto q_shape = q.shape(), k_shape = k.shape();
-    const std::string before = shape_of(q) + " and " + shape_of(k);
-    options.transform_qk(q, k);
-    if (q.shape() != q_shape || k.shape() != k_shape)
-      throw std::invalid_argument(std::string(kForward) + ": transform_qk changed q and k from " +
-                                  before + " to " + shape_of(q) + " and " + shape_of(k) +
-                                  "; it must keep their shapes");
-  }
+  detail::apply_transform_qk(kForward, options, q, k);
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head()));
   const bool drop = training_ && dropout_ > 0.0f;
