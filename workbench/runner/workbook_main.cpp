@@ -100,7 +100,8 @@ workbook::Context make_context(const std::string& repo, const std::string& build
 int main(int argc, char** argv) {
   CLI::App app{
       "workbook: the minimodel lab workbook's command.\n"
-      "With no verb: the current lab, its status and the one command to run next, at once: from\n"
+      "With no verb: the current lab (the first started and not done, else the first not done),\n"
+      "its status and the one command to run next, at once: from\n"
       "each lab's last test run while its files are unchanged since, and from the stubs as handed\n"
       "out; only a lab with neither is built and tested. Status comes from running your tests\n"
       "(bin/test-labNN-learner), so it travels with your code.\n"
