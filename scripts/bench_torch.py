@@ -44,6 +44,16 @@ default to neither (to see what they are worth).
 child's environment and CPU/wall check, per shape the ms and GF/s of each side (FLOPs counted as
 `workbook bench` counts them, causal at the full count), the ratios and their geometric means.
 
+--bounds (issue 28's bounds) times, instead of the comparison above and with the same settings,
+each layer whole and its two parts alone: ours `build/bin/bench-reference --bounds` (the tuned
+layer's four projection GEMMs alone, its attention core alone), torch's in- and out-projections
+(F.linear with bias, as its MHA runs them) and its core (q·scale, bmm, softmax, bmm per head; the
+causal one adds the mask as torch's slow path does: baddbmm). The projections are OpenBLAS GEMMs of
+the same sizes on both sides, so torch whole / our projections is the largest ratio any attention
+core of ours could reach, and (P + A/2) / (P + A) the smallest causal / not causal ratio of our
+whole layer if the causal core did exactly half the work. It prints both sides per shape, these
+bounds, their geometric mean, and CPU time beside wall time.
+
 --torch-only --shape T D H [--shape …] is the torch child: torch MHA (and with --variants all
 the other two) on those shapes, causal and not, without `workbook bench`. It re-executes itself
 with the thread variables and allocator settings when they are not already in its environment.
@@ -286,7 +296,36 @@ def plain_attention(x, w_q, w_k, w_v, w_o, n_heads, mask):
     return context.transpose(1, 2).reshape(batch, T, d) @ w_o
 
 
-def time_torch(T, d, H, causal, repetitions, all_variants):
+def time_torch_parts(layer, x, H, mask, repetitions):
+    """Torch MHA's projections and its attention core, each alone (--bounds): the in-projection
+    (one F.linear to 3·d with bias, as both of its paths run it) and the out-projection, then the
+    core on heads laid out (H, T, d_head) as its paths lay them out: q scaled, Q Kᵀ (baddbmm with
+    the additive mask when causal, as F.multi_head_attention_forward does), softmax, P V."""
+    batch, T, d = x.shape
+    d_head = d // H
+    F = torch.nn.functional
+    w_in, b_in = layer.in_proj_weight, layer.in_proj_bias
+    w_out, b_out = layer.out_proj.weight, layer.out_proj.bias
+    qkv = F.linear(x, w_in, b_in)
+    heads = [t.reshape(T, H, d_head).transpose(0, 1).contiguous() for t in qkv[0].chunk(3, -1)]
+    context = torch.randn(batch, T, d)
+    additive = None
+    if mask is not None:
+        additive = torch.zeros(T, T).masked_fill(mask, float("-inf"))
+
+    def core():
+        q = heads[0] * (1.0 / math.sqrt(d_head))
+        kt = heads[1].transpose(-1, -2)
+        scores = torch.bmm(q, kt) if additive is None else torch.baddbmm(additive, q, kt)
+        return torch.bmm(torch.softmax(scores, dim=-1), heads[2])
+
+    return {"torch in-projection": median_ms(lambda: F.linear(x, w_in, b_in), repetitions),
+            "torch out-projection": median_ms(lambda: F.linear(context, w_out, b_out),
+                                              repetitions),
+            "torch core": median_ms(core, repetitions)}
+
+
+def time_torch(T, d, H, causal, repetitions, all_variants, parts=False):
     """{variant: (median ms, CPU s, wall s)} on one shape."""
     torch.manual_seed(2024)
     x = torch.randn(1, T, d)
@@ -294,6 +333,8 @@ def time_torch(T, d, H, causal, repetitions, all_variants):
     times = {}
     with torch.inference_mode():
         layer = torch.nn.MultiheadAttention(d, H, batch_first=True).eval()
+        if parts:
+            times.update(time_torch_parts(layer, x, H, mask, repetitions))
         times[MHA] = median_ms(
             lambda: layer(x, x, x, attn_mask=mask, need_weights=False), repetitions)
         if not all_variants:
@@ -339,7 +380,8 @@ def torch_only(args):
     recorded, checks = [], []
     for T, d, H in args.shape:
         for causal in (False, True):
-            times = time_torch(T, d, H, causal, args.repetitions, args.variants == "all")
+            times = time_torch(T, d, H, causal, args.repetitions, args.variants == "all",
+                               parts=args.bounds)
             row = {"T": T, "d_model": d, "n_heads": H, "causal": causal,
                    "median_ms": {}, "gflops_per_s": {}, "cpu_wall": {}}
             for name, (ms, cpu, wall) in times.items():
@@ -585,6 +627,128 @@ def compare(args):
     return 0
 
 
+def bounds(args):
+    """--bounds: both sides' projections and attention core alone, and the ratios they allow."""
+    warnings = []
+    threads = args.threads
+    cpu = cpu_info()
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    workbook_blas = openblas_core("libopenblas.so.0")
+    load_before = load_average()
+    env = child_environment(threads, args.malloc == "both")
+    torch_env = child_environment(threads, args.malloc != "default")
+    print(f"bench_torch --bounds {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+          f"{cpu_text(cpu)}; OpenBLAS core {workbook_blas['core']}; threads {threads}; median of "
+          f"{args.repetitions}; load average {load_before[0]:.2f}", flush=True)
+    # 1. Ours: the tuned layer whole and its parts, Google Benchmark's medians (wall and CPU).
+    engine = os.path.join(args.build_dir, "bin", "bench-reference")
+    command = [engine, "--bounds", "--threads", str(threads), "--benchmark_format=json",
+               f"--benchmark_repetitions={args.repetitions}",
+               "--benchmark_report_aggregates_only=true"]
+    if args.quick:
+        command.append("--quick")
+    print("running: " + " ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(command),
+          flush=True)
+    stdout, check = run_measured(command, {**base_environment(), **env}, threads, True)
+    print(describe_check("bench-reference --bounds", check), flush=True)
+    flag("bench-reference --bounds", check, warnings)
+    ours = {}  # (T, d, H, causal) -> {part: (wall ms, cpu ms)}
+    sgemm = None
+    for run in json.loads(stdout)["benchmarks"]:
+        if run.get("aggregate_name") != "median":
+            continue
+        fields = run["run_name"].split("/")
+        if fields[0].startswith("sgemm"):
+            sgemm = run["flops"] / (run["real_time"] * 1e6)
+            continue
+        T, d, H = (int(f.split(":")[1]) for f in fields[1:4])
+        ours.setdefault((T, d, H, "causal" in fields), {})[fields[0]] = (
+            run["real_time"], run["cpu_time"])
+    # 2. Torch, in its own process: MHA whole and its parts.
+    distinct = list(dict.fromkeys((T, d, H) for T, d, H, _ in ours))
+    with tempfile.TemporaryDirectory(prefix="bench_torch_") as folder:
+        record = os.path.join(folder, "torch.json")
+        command = [args.torch_python, os.path.abspath(__file__), "--torch-only", "--bounds",
+                   "--threads", str(threads), "--repetitions", str(args.repetitions),
+                   "--variants", "mha", "--malloc", args.malloc, "--record", record]
+        for T, d, H in distinct:
+            command += ["--shape", str(T), str(d), str(H)]
+        print("running: " + shlex.join(command), flush=True)
+        _, torch_check = run_measured(command, {**base_environment(), **torch_env}, threads,
+                                      False)
+        with open(record) as file:
+            theirs = {(r["T"], r["d_model"], r["n_heads"], r["causal"]): r
+                      for r in json.load(file)["results"]}
+    print(describe_check("torch child (with `import torch`)", torch_check), flush=True)
+    flag("torch child", torch_check, warnings, ratio=False)
+    off = [(name, c["ratio"]) for r in theirs.values() for name, c in r["cpu_wall"].items()
+           if not c["ok"]]
+    if off:
+        loudly([f"torch: CPU/wall of {len(off)} timed cases off 1 by more than {TOLERANCE}: "
+                + ", ".join(f"{n} {r:.2f}" for n, r in off[:6])], warnings)
+    # 3. The table and the bounds.
+    print()
+    print("ms, medians; ours: P = the tuned layer's four projection GEMMs alone, A = its "
+          "attention core alone (CPU ms in brackets); torch: P = in- + out-projection, A = "
+          "scale, bmm, softmax, bmm")
+    print(f"{'T':>5} {'d':>5} {'H':>3} {'causal':>6} | {'ours whole':>17} {'P':>15} {'A':>15} "
+          f"{'P+A':>7} | {'torch MHA':>9} {'P':>7} {'A':>7} {'P+A':>7} | {'now':>5} "
+          f"{'bound':>5} {'A=torch':>7}")
+    now, bound, matched = [], [], []
+    rows = []
+    for key, parts in ours.items():
+        T, d, H, causal = key
+        t = theirs[key]["median_ms"]
+        whole, proj, core = parts["lab07_tuned"], parts["projections"], parts["core"]
+        t_p = t["torch in-projection"] + t["torch out-projection"]
+        t_a, t_w = t["torch core"], t[MHA]
+        now.append(t_w / whole[0])
+        bound.append(t_w / proj[0])          # a free core
+        matched.append(t_w / (proj[0] + t_a))  # torch's own core
+        rows.append({"T": T, "d_model": d, "n_heads": H, "causal": causal,
+                     "ours_ms": {k: {"wall": rounded(v[0]), "cpu": rounded(v[1])}
+                                 for k, v in parts.items()},
+                     "torch_ms": {k: rounded(v) for k, v in t.items()},
+                     "ratio_now": rounded(now[-1], 3), "ratio_free_core": rounded(bound[-1], 3),
+                     "ratio_torchs_core": rounded(matched[-1], 3)})
+        print(f"{T:>5} {d:>5} {H:>3} {'yes' if causal else 'no':>6} | "
+              f"{whole[0]:>7.2f} ({whole[1]:>7.2f}) {proj[0]:>6.2f} ({proj[1]:>6.2f}) "
+              f"{core[0]:>6.2f} ({core[1]:>6.2f}) {proj[0] + core[0]:>7.2f} | {t_w:>9.2f} "
+              f"{t_p:>7.2f} {t_a:>7.2f} {t_p + t_a:>7.2f} | {now[-1]:>5.2f} {bound[-1]:>5.2f} "
+              f"{matched[-1]:>7.2f}")
+    print(f"geometric mean of torch MHA / ours: now {geometric_mean(now):.2f}; with a free core "
+          f"(torch MHA / our P) {geometric_mean(bound):.2f}; with torch's core (torch MHA / "
+          f"(our P + torch A)) {geometric_mean(matched):.2f}")
+    for (T, d, H, causal), parts in ours.items():
+        if causal or (T, d, H, True) not in ours:
+            continue
+        p, a = parts["projections"][0], parts["core"][0]
+        masked = ours[(T, d, H, True)]
+        print(f"causal / not causal at ({T}, {d}, {H}): whole {masked['lab07_tuned'][0] / parts['lab07_tuned'][0]:.2f}, "
+              f"core alone {masked['core'][0] / a:.2f}; a half-price core would give "
+              f"(P + A/2) / (P + A) = {(p + a / 2) / (p + a):.2f}, a free one P / (P + A) = "
+              f"{p / (p + a):.2f}")
+    if sgemm:
+        print(f"OpenBLAS SGEMM 2048³ in the same run: {sgemm:.1f} GF/s")
+    print("a fair run" if not warnings else
+          f"NOT A FAIR RUN ({len(warnings)} warnings above): quote no ratio from it")
+    if args.record:
+        with open(args.record, "w") as out:
+            json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "command": shlex.join([sys.executable] + sys.argv),
+                       "machine": {"cpu": cpu, "load_average_before": load_before,
+                                   "load_average_after": load_average(),
+                                   "workbook_openblas": workbook_blas},
+                       "threads": threads, "repetitions": args.repetitions,
+                       "sgemm_gflops_per_s": sgemm, "cpu_wall": {"ours": check,
+                                                                 "torch": torch_check},
+                       "fair": not warnings, "warnings": warnings, "results": rows},
+                      out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        print(f"wrote {args.record}")
+    return 0
+
+
 def base_environment():
     """This process's environment without the variables the children get set explicitly."""
     return {k: v for k, v in os.environ.items()
@@ -605,6 +769,9 @@ def main():
     parser.add_argument("--malloc", choices=("both", "torch", "default"), default="both",
                         help="who gets glibc's keep-freed-memory settings (default both)")
     parser.add_argument("--record", metavar="FILE", help="also write the run as JSON")
+    parser.add_argument("--bounds", action="store_true",
+                        help="time each side's projections and attention core alone, and print "
+                             "the ratios they allow (issue 28)")
     parser.add_argument("--torch-only", action="store_true",
                         help="time torch alone on the --shape shapes; no workbook bench")
     parser.add_argument("--shape", nargs=3, type=int, action="append", metavar=("T", "D", "H"),
@@ -618,6 +785,8 @@ def main():
         args.variants = "mha" if args.torch_only else "all"
     if args.torch_only:
         return torch_only(args)
+    if args.bounds:
+        return bounds(args)
     return compare(args)
 
 

@@ -6,9 +6,14 @@ namespace workbench {
 namespace {
 
 minimodel::Tensor3 fast_forward(const minimodel::MultiHeadAttention& layer,
-                                const minimodel::Tensor3& x, bool causal, std::size_t threads) {
+                                const minimodel::Tensor3& x, bool causal, std::size_t threads,
+                                TunedPart part) {
+  using Part = minimodel::fast::FastOptions::Part;
   minimodel::fast::FastOptions options;
   options.threads = threads;
+  options.part = part == TunedPart::projections ? Part::projections
+                 : part == TunedPart::core      ? Part::core
+                                                : Part::whole;
   return minimodel::fast::efficient_forward(layer, x, causal, options);
 }
 

@@ -94,6 +94,8 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
                                 std::to_string(d_model));
   check_fast_options(fast);
   const Tiles tiles = fast.tiles;
+  const bool projections = fast.part != FastOptions::Part::core,
+             core = fast.part != FastOptions::Part::projections;
   const std::size_t B = x.shape(0), T = x.shape(1), H = layer.n_heads(), d_head = layer.d_head();
   Tensor3 y = Tensor3::from_shape({B, T, d_model});
   if (T == 0) return y;
@@ -132,14 +134,15 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
       //    each, a block of rows per task.
       const MutableMatrixView keys{shared.keys.data(), T, cols, width},
           values{shared.values.data(), T, cols, width};
-      parallel_for(n_blocks, threads, [&, cols, first](std::size_t task, std::size_t) {
-        const std::size_t r0 = task * block, rows = std::min(block, T - r0);
-        const MatrixView x_rows{x_b + r0 * d_model, rows, d_model, d_model};
-        gemm(x_rows, columns(layer.w_k(), first, cols),
-             {keys.data + r0 * width, rows, cols, width});
-        gemm(x_rows, columns(layer.w_v(), first, cols),
-             {values.data + r0 * width, rows, cols, width});
-      });
+      if (projections)
+        parallel_for(n_blocks, threads, [&, cols, first](std::size_t task, std::size_t) {
+          const std::size_t r0 = task * block, rows = std::min(block, T - r0);
+          const MatrixView x_rows{x_b + r0 * d_model, rows, d_model, d_model};
+          gemm(x_rows, columns(layer.w_k(), first, cols),
+               {keys.data + r0 * width, rows, cols, width});
+          gemm(x_rows, columns(layer.w_v(), first, cols),
+               {values.data + r0 * width, rows, cols, width});
+        });
 
       // 2. Per block of query rows, on the threads: the block's queries, each head's attention
       //    over the keys it may see, and the block's share of y. Blocks run last-first: in causal
@@ -151,15 +154,16 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
                                             cols, width},
                 context{shared.context.data() + worker * block * width, rows, cols, width};
             // 2a. queries = x_b[rows] W_Q[:, group], (rows, cols).
-            gemm({x_b + r0 * d_model, rows, d_model, d_model}, columns(layer.w_q(), first, cols),
-                 queries);
+            if (projections)
+              gemm({x_b + r0 * d_model, rows, d_model, d_model}, columns(layer.w_q(), first, cols),
+                   queries);
             // 2b. Each head reads its columns of queries, keys and values in place: no split_heads.
             //     Causal: the block's last query sees keys up to r0 + rows - 1, no further.
             const std::size_t visible = causal ? r0 + rows : T;
             TiledOptions options;
             options.causal = causal;
             options.tiles = tiles;
-            for (std::size_t h = 0; h < heads; ++h) {
+            for (std::size_t h = 0; core && h < heads; ++h) {
               const std::size_t c = h * d_head;
               attend_tiles(
                   {queries.data + c, rows, d_head, width}, {keys.data + c, visible, d_head, width},
@@ -168,8 +172,9 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
             }
             // 2c. y_b[rows] (+)= context W_O[group's rows, :], no merge_heads; the first group
             //     sets y, the others add to it.
-            gemm(context, {layer.w_o().data() + first * d_model, cols, d_model, d_model},
-                 {y_b + r0 * d_model, rows, d_model, d_model}, 1.0f, h0 == 0 ? 0.0f : 1.0f);
+            if (projections)
+              gemm(context, {layer.w_o().data() + first * d_model, cols, d_model, d_model},
+                   {y_b + r0 * d_model, rows, d_model, d_model}, 1.0f, h0 == 0 ? 0.0f : 1.0f);
           });
     }
   }

@@ -38,6 +38,12 @@ struct FastOptions {
   /// least one head a group): every head at once for the shapes of `workbook bench`, two at a time
   /// at T = 16384, d_head 64. Tests lower it to make groups of small shapes.
   std::size_t key_value_bytes = std::size_t{16} << 20;
+  /// Issue 28's bounds (`bench-reference --bounds`), nothing else: `projections` runs the four
+  /// GEMMs alone (the context stays whatever the workspace held: y is not the layer's output),
+  /// `core` runs the attention alone (attend_tiles on whatever queries, keys and values the
+  /// workspace holds: make a whole call first). Lab 06's layer ignores it.
+  enum class Part { whole, projections, core };
+  Part part = Part::whole;
 };
 
 /// Lab 07's efficient_forward for lab 01's layer, tuned: x (B, T, d_model) -> (B, T, d_model),
