@@ -268,16 +268,20 @@ def child_environment(threads, allocator):
     return env
 
 
-def median_ms(call, repetitions):
-    """Median ms of `repetitions` calls after one warm-up, and the CPU/wall of all of them."""
+def median_ms(call, repetitions, cpu_ms=None):
+    """Median ms of `repetitions` calls after one warm-up, and the CPU/wall of all of them; with
+    a list `cpu_ms`, the median CPU ms of a call is appended to it."""
     cpu_start, wall_start = time.process_time(), time.perf_counter()
     call()  # warm-up: first-touch of fresh memory, thread-pool start
-    times = []
+    times, cpu_times = [], []
     for _ in range(repetitions):
-        start = time.perf_counter()
+        start, cpu_call = time.perf_counter(), time.process_time()
         call()
         times.append((time.perf_counter() - start) * 1e3)
+        cpu_times.append((time.process_time() - cpu_call) * 1e3)
     cpu, wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+    if cpu_ms is not None:
+        cpu_ms.append(statistics.median(cpu_times))
     return statistics.median(times), cpu, wall
 
 
@@ -296,7 +300,7 @@ def plain_attention(x, w_q, w_k, w_v, w_o, n_heads, mask):
     return context.transpose(1, 2).reshape(batch, T, d) @ w_o
 
 
-def time_torch_parts(layer, x, H, mask, repetitions):
+def time_torch_parts(layer, x, H, mask, repetitions, cpu_ms):
     """Torch MHA's projections and its attention core, each alone (--bounds): the in-projection
     (one F.linear to 3·d with bias, as both of its paths run it) and the out-projection, then the
     core on heads laid out (H, T, d_head) as its paths lay them out: q scaled, Q Kᵀ (baddbmm with
@@ -319,24 +323,28 @@ def time_torch_parts(layer, x, H, mask, repetitions):
         scores = torch.bmm(q, kt) if additive is None else torch.baddbmm(additive, q, kt)
         return torch.bmm(torch.softmax(scores, dim=-1), heads[2])
 
-    return {"torch in-projection": median_ms(lambda: F.linear(x, w_in, b_in), repetitions),
+    return {"torch in-projection": median_ms(lambda: F.linear(x, w_in, b_in), repetitions,
+                                             cpu_ms.setdefault("torch in-projection", [])),
             "torch out-projection": median_ms(lambda: F.linear(context, w_out, b_out),
-                                              repetitions),
-            "torch core": median_ms(core, repetitions)}
+                                              repetitions,
+                                              cpu_ms.setdefault("torch out-projection", [])),
+            "torch core": median_ms(core, repetitions, cpu_ms.setdefault("torch core", []))}
 
 
-def time_torch(T, d, H, causal, repetitions, all_variants, parts=False):
-    """{variant: (median ms, CPU s, wall s)} on one shape."""
+def time_torch(T, d, H, causal, repetitions, all_variants, parts=None):
+    """{variant: (median ms, CPU s, wall s)} on one shape; with a dict `parts` (--bounds), also
+    torch MHA's parts, and each one's median CPU ms of a call in parts[name]."""
     torch.manual_seed(2024)
     x = torch.randn(1, T, d)
     mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1) if causal else None
     times = {}
     with torch.inference_mode():
         layer = torch.nn.MultiheadAttention(d, H, batch_first=True).eval()
-        if parts:
-            times.update(time_torch_parts(layer, x, H, mask, repetitions))
+        if parts is not None:
+            times.update(time_torch_parts(layer, x, H, mask, repetitions, parts))
         times[MHA] = median_ms(
-            lambda: layer(x, x, x, attn_mask=mask, need_weights=False), repetitions)
+            lambda: layer(x, x, x, attn_mask=mask, need_weights=False), repetitions,
+            None if parts is None else parts.setdefault(MHA, []))
         if not all_variants:
             return times
         # Without biases torch 1.13's batch_first fast path fails (pytorch/pytorch#88669): this
@@ -380,10 +388,13 @@ def torch_only(args):
     recorded, checks = [], []
     for T, d, H in args.shape:
         for causal in (False, True):
+            cpu_ms = {} if args.bounds else None
             times = time_torch(T, d, H, causal, args.repetitions, args.variants == "all",
-                               parts=args.bounds)
+                               parts=cpu_ms)
             row = {"T": T, "d_model": d, "n_heads": H, "causal": causal,
                    "median_ms": {}, "gflops_per_s": {}, "cpu_wall": {}}
+            if cpu_ms:
+                row["median_cpu_ms"] = {name: rounded(v[0], 9) for name, v in cpu_ms.items()}
             for name, (ms, cpu, wall) in times.items():
                 row["median_ms"][name] = rounded(ms, 9)
                 row["gflops_per_s"][name] = rounded(attention_flops(T, d) / (ms * 1e6), 9)
@@ -686,48 +697,53 @@ def bounds(args):
     if off:
         loudly([f"torch: CPU/wall of {len(off)} timed cases off 1 by more than {TOLERANCE}: "
                 + ", ".join(f"{n} {r:.2f}" for n, r in off[:6])], warnings)
-    # 3. The table and the bounds.
-    print()
-    print("ms, medians; ours: P = the tuned layer's four projection GEMMs alone, A = its "
-          "attention core alone (CPU ms in brackets); torch: P = in- + out-projection, A = "
-          "scale, bmm, softmax, bmm")
-    print(f"{'T':>5} {'d':>5} {'H':>3} {'causal':>6} | {'ours whole':>17} {'P':>15} {'A':>15} "
-          f"{'P+A':>7} | {'torch MHA':>9} {'P':>7} {'A':>7} {'P+A':>7} | {'now':>5} "
-          f"{'bound':>5} {'A=torch':>7}")
-    now, bound, matched = [], [], []
-    rows = []
-    for key, parts in ours.items():
-        T, d, H, causal = key
-        t = theirs[key]["median_ms"]
-        whole, proj, core = parts["lab07_tuned"], parts["projections"], parts["core"]
-        t_p = t["torch in-projection"] + t["torch out-projection"]
-        t_a, t_w = t["torch core"], t[MHA]
-        now.append(t_w / whole[0])
-        bound.append(t_w / proj[0])          # a free core
-        matched.append(t_w / (proj[0] + t_a))  # torch's own core
-        rows.append({"T": T, "d_model": d, "n_heads": H, "causal": causal,
-                     "ours_ms": {k: {"wall": rounded(v[0]), "cpu": rounded(v[1])}
-                                 for k, v in parts.items()},
-                     "torch_ms": {k: rounded(v) for k, v in t.items()},
-                     "ratio_now": rounded(now[-1], 3), "ratio_free_core": rounded(bound[-1], 3),
-                     "ratio_torchs_core": rounded(matched[-1], 3)})
-        print(f"{T:>5} {d:>5} {H:>3} {'yes' if causal else 'no':>6} | "
-              f"{whole[0]:>7.2f} ({whole[1]:>7.2f}) {proj[0]:>6.2f} ({proj[1]:>6.2f}) "
-              f"{core[0]:>6.2f} ({core[1]:>6.2f}) {proj[0] + core[0]:>7.2f} | {t_w:>9.2f} "
-              f"{t_p:>7.2f} {t_a:>7.2f} {t_p + t_a:>7.2f} | {now[-1]:>5.2f} {bound[-1]:>5.2f} "
-              f"{matched[-1]:>7.2f}")
-    print(f"geometric mean of torch MHA / ours: now {geometric_mean(now):.2f}; with a free core "
-          f"(torch MHA / our P) {geometric_mean(bound):.2f}; with torch's core (torch MHA / "
-          f"(our P + torch A)) {geometric_mean(matched):.2f}")
-    for (T, d, H, causal), parts in ours.items():
-        if causal or (T, d, H, True) not in ours:
-            continue
-        p, a = parts["projections"][0], parts["core"][0]
-        masked = ours[(T, d, H, True)]
-        print(f"causal / not causal at ({T}, {d}, {H}): whole {masked['lab07_tuned'][0] / parts['lab07_tuned'][0]:.2f}, "
-              f"core alone {masked['core'][0] / a:.2f}; a half-price core would give "
-              f"(P + A/2) / (P + A) = {(p + a / 2) / (p + a):.2f}, a free one P / (P + A) = "
-              f"{p / (p + a):.2f}")
+    # 3. The tables and the bounds: by wall time (what a fair run quotes), then by CPU time
+    #    (steadier on a busy machine: the same calls, the CPU they took).
+    rows = {}
+    for metric, index, torch_field in (("wall", 0, "median_ms"), ("CPU", 1, "median_cpu_ms")):
+        print()
+        print(f"{metric} ms, medians; ours: P = the tuned layer's four projection GEMMs alone, "
+              "A = its attention core alone; torch: P = in- + out-projection, A = scale, bmm, "
+              "softmax, bmm; bound = torch MHA / our P (a free core), with torch's A = torch "
+              "MHA / (our P + torch A)")
+        print(f"{'T':>5} {'d':>5} {'H':>3} {'causal':>6} | {'ours':>8} {'P':>8} {'A':>8} "
+              f"{'P+A':>8} | {'torch':>8} {'P':>8} {'A':>8} {'P+A':>8} | {'now':>5} "
+              f"{'bound':>5} {'torch A':>7}")
+        now, bound, matched = [], [], []
+        for key, parts in ours.items():
+            T, d, H, causal = key
+            t = theirs[key][torch_field]
+            whole, proj, core = (parts[n][index] for n in ("lab07_tuned", "projections", "core"))
+            t_p = t["torch in-projection"] + t["torch out-projection"]
+            t_a, t_w = t["torch core"], t[MHA]
+            now.append(t_w / whole)
+            bound.append(t_w / proj)  # a free core
+            matched.append(t_w / (proj + t_a))  # torch's own core
+            row = rows.setdefault(key, {"T": T, "d_model": d, "n_heads": H, "causal": causal})
+            row[metric] = {"ours_ms": {"whole": rounded(whole), "projections": rounded(proj),
+                                       "core": rounded(core)},
+                           "torch_ms": {k: rounded(v) for k, v in t.items()},
+                           "ratio_now": rounded(now[-1], 3),
+                           "ratio_free_core": rounded(bound[-1], 3),
+                           "ratio_torchs_core": rounded(matched[-1], 3)}
+            print(f"{T:>5} {d:>5} {H:>3} {'yes' if causal else 'no':>6} | {whole:>8.2f} "
+                  f"{proj:>8.2f} {core:>8.2f} {proj + core:>8.2f} | {t_w:>8.2f} {t_p:>8.2f} "
+                  f"{t_a:>8.2f} {t_p + t_a:>8.2f} | {now[-1]:>5.2f} {bound[-1]:>5.2f} "
+                  f"{matched[-1]:>7.2f}")
+        print(f"geometric mean of torch MHA / ours ({metric}): now {geometric_mean(now):.2f}; "
+              f"with a free core {geometric_mean(bound):.2f}; with torch's core "
+              f"{geometric_mean(matched):.2f}")
+        for (T, d, H, causal), parts in ours.items():
+            if causal or (T, d, H, True) not in ours:
+                continue
+            p, a = parts["projections"][index], parts["core"][index]
+            masked = ours[(T, d, H, True)]
+            print(f"  causal / not causal at ({T}, {d}, {H}) ({metric}): whole "
+                  f"{masked['lab07_tuned'][index] / parts['lab07_tuned'][index]:.2f}, core "
+                  f"alone {masked['core'][index] / a:.2f}; a half-price core gives (P + A/2) / "
+                  f"(P + A) = {(p + a / 2) / (p + a):.2f}, a free one P / (P + A) = "
+                  f"{p / (p + a):.2f}")
+    rows = list(rows.values())
     if sgemm:
         print(f"OpenBLAS SGEMM 2048³ in the same run: {sgemm:.1f} GF/s")
     print("a fair run" if not warnings else
