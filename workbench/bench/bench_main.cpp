@@ -63,6 +63,9 @@ class BlasThreads {
   int saved_;
 };
 
+// --tiles Q,K: the tuned layer's tiles (0, 0: its own choice for this machine).
+std::size_t tile_queries = 0, tile_keys = 0;
+
 void time_layer(benchmark::State& state, Layer which, Shape shape, bool causal) {
   const Tensor3 x = random_tokens(shape, 2025);
   std::size_t peak_extra = 0;
@@ -82,10 +85,12 @@ void time_layer(benchmark::State& state, Layer which, Shape shape, bool causal) 
         causal && which == Layer::lab01 ? std::optional<Tensor2>(minimodel::causal_mask(shape.T))
                                         : std::nullopt;
     const auto run = [&](workbench::TunedPart what) {
-      Tensor3 y = which == Layer::lab01 ? layer.forward(x, mask)
-                  : which == Layer::lab07
-                      ? minimodel::efficient_forward(layer, x, causal)
-                      : workbench::tuned_forward()(layer, x, causal, threads, what);
+      Tensor3 y =
+          which == Layer::lab01 ? layer.forward(x, mask)
+          : which == Layer::lab07
+              ? minimodel::efficient_forward(layer, x, causal)
+              : workbench::tuned_forward()(
+                    layer, x, causal, workbench::TunedCall{threads, what, tile_queries, tile_keys});
       benchmark::DoNotOptimize(y.data());
     };
     const auto call = [&] { run(part); };
@@ -116,11 +121,13 @@ void time_sgemm(benchmark::State& state, std::size_t n) {
 
 }  // namespace
 
-// bench-<impl> [--quick] [--bounds] [--threads N] [Google Benchmark's --benchmark_* flags]
+// bench-<impl> [--quick] [--bounds] [--threads N] [--tiles Q,K] [Google Benchmark's flags]
 // --bounds (bench-reference; scripts/bench_torch.py --bounds runs it): instead of the three
 // layers, the tuned layer whole and its two parts alone, rows lab07_tuned, projections and core:
 // the projections are the same GEMMs on both sides of issue 28's comparison, so no attention core
 // can make the layer faster than they allow.
+// --tiles Q,K: the tuned layer runs tiles of Q queries x K keys, not its own choice (issue 28's
+// A/B of fast::machine_tiles against lab 07's 64 x 64).
 int main(int argc, char** argv) {
   // Google Benchmark prints each row to stdout as it finishes: line by line into a pipe too
   // (`workbook bench` reads one), not in 4 KiB blocks.
@@ -134,6 +141,16 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (arg == "--bounds") {
       bounds = true;
+    } else if (arg == "--tiles" && i + 1 < argc) {
+      const std::string tiles = argv[++i];
+      const std::size_t comma = tiles.find(',');
+      tile_queries = std::size_t(std::atoi(tiles.c_str()));
+      tile_keys =
+          comma == std::string::npos ? 0 : std::size_t(std::atoi(tiles.c_str() + comma + 1));
+      if (tile_queries == 0 || tile_keys == 0) {
+        std::fprintf(stderr, "bench: --tiles must be Q,K, two positive numbers, not %s\n", argv[i]);
+        return 2;
+      }
     } else if (arg == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
       if (threads < 1) {

@@ -12,10 +12,18 @@ namespace workbench {
 /// projections alone or its attention core alone (fast::FastOptions::Part).
 enum class TunedPart { whole, projections, core };
 
-/// Lab 07's tuned efficient_forward for lab 01's layer, on `threads` threads of its own.
+/// How the tuned layer runs: on `threads` threads of its own, what part, and its tiles (0 x 0:
+/// the tuned path's own choice for this machine, fast::machine_tiles).
+struct TunedCall {
+  std::size_t threads = 1;
+  TunedPart part = TunedPart::whole;
+  std::size_t tile_queries = 0, tile_keys = 0;
+};
+
+/// Lab 07's tuned efficient_forward for lab 01's layer.
 using TunedForward = minimodel::Tensor3 (*)(const minimodel::MultiHeadAttention& layer,
                                             const minimodel::Tensor3& x, bool causal,
-                                            std::size_t threads, TunedPart part);
+                                            const TunedCall& how);
 
 /// This engine's tuned layer: fast_attention's in bench-reference, null in bench-learner.
 TunedForward tuned_forward();

@@ -3,11 +3,13 @@
 #include "fast_attention/fast_attention.hpp"
 
 #include <cblas.h>
+#include <unistd.h>
 #include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -26,12 +28,32 @@ std::string tiles_text(const Tiles& tiles) {
   return std::to_string(tiles.queries) + " x " + std::to_string(tiles.keys);
 }
 
-void check_fast_options(const FastOptions& fast) {
-  if (fast.tiles.queries == 0 || fast.tiles.keys == 0)
-    throw std::invalid_argument("efficient_forward: tiles are " + tiles_text(fast.tiles) +
-                                " but must be at least 1 x 1");
+// The tiles a call uses: the caller's, checked, or this machine's for d_head.
+Tiles checked_tiles(const FastOptions& fast, std::size_t d_head) {
   if (fast.threads == 0)
     throw std::invalid_argument("fast::efficient_forward: threads is 0 but must be at least 1");
+  if (!fast.tiles) return machine_tiles(d_head);
+  if (fast.tiles->queries == 0 || fast.tiles->keys == 0)
+    throw std::invalid_argument("efficient_forward: tiles are " + tiles_text(*fast.tiles) +
+                                " but must be at least 1 x 1");
+  return *fast.tiles;
+}
+
+// /sys/devices/system/cpu/cpu0/cache/index*/: the size of the level-2 data or unified cache.
+std::size_t l2_from_sysfs() {
+  for (int index = 0; index < 8; ++index) {
+    const std::string folder = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    std::ifstream level(folder + "/level"), type(folder + "/type"), size(folder + "/size");
+    int l = 0;
+    std::string kind, text;
+    if (!(level >> l) || !(type >> kind) || !(size >> text)) continue;
+    if (l != 2 || kind == "Instruction") continue;
+    std::size_t value = std::stoul(text);  // "1024K"
+    if (text.back() == 'K') value <<= 10;
+    if (text.back() == 'M') value <<= 20;
+    return value;
+  }
+  return 0;
 }
 
 // Runs task(i, worker) for every i in [0, n) on up to `threads` threads, this one included;
@@ -76,13 +98,41 @@ struct LayerWorkspace {
 // Query rows per task: whole tiles, at most 512 rows, so that a block's buffers stay small. One
 // thread takes the largest blocks (the fewer, the larger its GEMMs); several take about four
 // blocks each, so that the causal blocks, whose cost grows with their position, even out.
+// A T too short for one tile per thread (T = 128 with 128-query tiles) is split in as many blocks
+// as threads, each less than a tile: a thread left idle would cost half the machine.
 std::size_t rows_per_task(std::size_t T, std::size_t threads, std::size_t tile) {
   const std::size_t most = std::max<std::size_t>(1, 512 / tile);  // tiles per task
   if (threads == 1) return tile * most;
-  return tile * std::clamp<std::size_t>(T / (4 * threads * tile), 1, most);
+  const std::size_t block = tile * std::clamp<std::size_t>(T / (4 * threads * tile), 1, most);
+  if ((T + block - 1) / block >= threads) return block;
+  return std::max<std::size_t>(1, (T + threads - 1) / threads);
 }
 
 }  // namespace
+
+std::size_t l2_cache_bytes() {
+  static const std::size_t bytes = [] {
+    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);  // glibc reads it with cpuid
+    return reported > 0 ? std::size_t(reported) : l2_from_sysfs();
+  }();
+  return bytes;
+}
+
+Tiles machine_tiles(std::size_t d_head) {
+  const std::size_t l2 = l2_cache_bytes();
+  if (l2 == 0) return Tiles{};  // the machine does not say: lab 07's 64 x 64
+  const auto working_set = [d_head](std::size_t queries, std::size_t keys) {
+    return sizeof(float) * (2 * queries * d_head + 2 * keys * d_head + queries * keys);
+  };
+  Tiles best{32, 32};
+  for (const std::size_t queries : {32, 64, 128})
+    for (const std::size_t keys : {32, 64, 128})
+      if (working_set(queries, keys) <= l2 / 4 &&
+          (queries * keys > best.queries * best.keys ||
+           (queries * keys == best.queries * best.keys && keys > best.keys)))
+        best = {queries, keys};
+  return best;
+}
 
 // x (B, T, d_model) -> (B, T, d_model)
 Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, bool causal,
@@ -92,8 +142,7 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
     throw std::invalid_argument("efficient_forward: x is " + shape_of(x) +
                                 " but must be (B, T, d_model) with d_model " +
                                 std::to_string(d_model));
-  check_fast_options(fast);
-  const Tiles tiles = fast.tiles;
+  const Tiles tiles = checked_tiles(fast, layer.d_head());
   const bool projections = fast.part != FastOptions::Part::core,
              core = fast.part != FastOptions::Part::projections;
   const std::size_t B = x.shape(0), T = x.shape(1), H = layer.n_heads(), d_head = layer.d_head();
@@ -190,7 +239,7 @@ Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& q
                           const FastOptions& fast) {
   detail::check_cross_attention_inputs("efficient_forward", query, key, value, layer.d_model(),
                                        masks);
-  check_fast_options(fast);
+  const Tiles tiles = checked_tiles(fast, layer.d_head());
   const std::size_t B = query.shape(0), T = query.shape(1), S = key.shape(1);
   if (causal && T != S)
     throw std::invalid_argument("efficient_forward: causal needs T = S, but query is " +
@@ -230,11 +279,11 @@ Tensor3 efficient_forward(const MultiheadCrossAttention& layer, const Tensor3& q
   tiled.mask = attn_mask ? &additive : nullptr;
   tiled.key_bias = padding ? &key_bias : nullptr;
   tiled.causal = causal;
-  tiled.tiles = fast.tiles;
+  tiled.tiles = tiles;
   // A tile workspace per worker thread, kept across calls (fast_attention.hpp, idea 1).
   thread_local std::vector<TileWorkspace> workspaces;
   workspaces.resize(fast.threads);
-  for (TileWorkspace& ws : workspaces) ws.fit(fast.tiles);
+  for (TileWorkspace& ws : workspaces) ws.fit(tiles);
   std::vector<TileWorkspace>& shared = workspaces;  // the helpers' own thread_local is empty
   for (std::size_t b = 0; b < B; ++b) {
     // 3. This sequence's masks, as in the plain reference.
