@@ -87,10 +87,21 @@ void gemm(MatrixView a, MatrixView b, MutableMatrixView c, float alpha = 1.0f, f
               alpha, a.data, int(a.ld), b.data, int(b.ld), beta, c.data, int(c.ld));
 }
 
+// out (cols, rows) = a (rows, cols)ᵀ, in squares of 32 x 32 that stay in L1.
+void transpose(MatrixView a, MutableMatrixView out) {
+  constexpr std::size_t kSquare = 32;
+  for (std::size_t r0 = 0; r0 < a.rows; r0 += kSquare)
+    for (std::size_t c0 = 0; c0 < a.cols; c0 += kSquare) {
+      const std::size_t r1 = std::min(a.rows, r0 + kSquare), c1 = std::min(a.cols, c0 + kSquare);
+      for (std::size_t c = c0; c < c1; ++c)
+        for (std::size_t r = r0; r < r1; ++r) out.data[c * out.ld + r] = a.data[r * a.ld + c];
+    }
+}
+
 // The scratch of efficient_forward, kept by the calling thread and reused across calls. Each
 // worker thread has its own slot of the per-block buffers and its own tile.
 struct LayerWorkspace {
-  std::vector<float> keys, values;      // (T, group width): the group's keys and values
+  std::vector<float> keys, values;      // the group's keys transposed (width, T), values (T, width)
   std::vector<float> queries, context;  // per worker, (block, group width)
   std::vector<TileWorkspace> tiles;     // per worker
 };
@@ -181,14 +192,19 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
       const std::size_t cols = heads * d_head;
       // 1. The group's keys and values, K = x_b W_K[:, group], V = x_b W_V[:, group], (T, cols)
       //    each, a block of rows per task.
-      const MutableMatrixView keys{shared.keys.data(), T, cols, width},
+      const MutableMatrixView keys_t{shared.keys.data(), cols, T, T},
           values{shared.values.data(), T, cols, width};
       if (projections)
-        parallel_for(n_blocks, threads, [&, cols, first](std::size_t task, std::size_t) {
+        parallel_for(n_blocks, threads, [&, cols, first](std::size_t task, std::size_t worker) {
           const std::size_t r0 = task * block, rows = std::min(block, T - r0);
           const MatrixView x_rows{x_b + r0 * d_model, rows, d_model, d_model};
-          gemm(x_rows, columns(layer.w_k(), first, cols),
-               {keys.data + r0 * width, rows, cols, width});
+          // K[rows] = x_rows W_K[:, group] into this worker's query buffer (free until step 2),
+          // then stored transposed, Kᵀ[:, rows] of (cols, T): the kernel reads each tile's panel
+          // of kᵀ where it lies, packed once per layer call, not per block of queries
+          // (tile_kernel.hpp). The GEMM is step 1's as before: the keys are the same to the bit.
+          float* k_rows = shared.queries.data() + worker * block * width;
+          gemm(x_rows, columns(layer.w_k(), first, cols), {k_rows, rows, cols, width});
+          transpose({k_rows, rows, cols, width}, {keys_t.data + r0, cols, rows, T});
           gemm(x_rows, columns(layer.w_v(), first, cols),
                {values.data + r0 * width, rows, cols, width});
         });
@@ -214,10 +230,11 @@ Tensor3 efficient_forward(const MultiHeadAttention& layer, const Tensor3& x, boo
             options.tiles = tiles;
             for (std::size_t h = 0; core && h < heads; ++h) {
               const std::size_t c = h * d_head;
-              attend_tiles(
-                  {queries.data + c, rows, d_head, width}, {keys.data + c, visible, d_head, width},
-                  {values.data + c, visible, d_head, width},
-                  {context.data + c, rows, d_head, width}, options, r0, shared.tiles[worker]);
+              attend_tiles_transposed_keys({queries.data + c, rows, d_head, width},
+                                           {keys_t.data + c * T, d_head, visible, T},
+                                           {values.data + c, visible, d_head, width},
+                                           {context.data + c, rows, d_head, width}, options, r0,
+                                           shared.tiles[worker]);
             }
             // 2c. y_b[rows] (+)= context W_O[group's rows, :], no merge_heads; the first group
             //     sets y, the others add to it.

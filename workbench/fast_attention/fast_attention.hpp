@@ -14,8 +14,11 @@
 //   4. A causal block of queries reads only the keys up to its last query (tile_kernel.hpp's
 //      first_query), so it never even reaches the skipped tiles.
 // The kernel itself is tile_kernel.cpp, the lab's Block B with step 4 offset by first_query, and
-//   5. K packed once per head and block of queries, the tile products libxsmm's small-GEMM kernels
-//      that read their operands in place (issue 28): OpenBLAS no longer repacks them every tile.
+//   5. K stored transposed once per call (kᵀ, as the score product reads it), the tile products
+//      libxsmm's small-GEMM kernels that read their operands in place (issue 28): OpenBLAS no
+//      longer repacks them every tile, nor attend_tiles K for every block of queries.
+//   6. Tiles from this machine's L2 (machine_tiles), and step 5 of a tile without masks in one
+//      vectorised pass per row (tile_rows.hpp).
 //
 // Threads and OpenBLAS: these functions run on `threads` threads of their own (the caller's
 // included) and call OpenBLAS from each. They never read or change OpenBLAS's process-wide thread
