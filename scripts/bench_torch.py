@@ -544,6 +544,7 @@ def compare(args):
         theirs = torch_rows[(T, d, H, causal)]
         row = {"T": T, "d_model": d, "n_heads": H, "causal": causal,
                "workbook": {layer: {"median_ms": r["median_ms"],
+                                    "median_cpu_ms": r.get("median_cpu_ms"),
                                     "gflops_per_s": rounded(r["gflops_per_s"])}
                             for layer, r in layers.items()},
                "torch": {name: {"median_ms": rounded(ms),

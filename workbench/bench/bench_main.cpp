@@ -191,8 +191,11 @@ int main(int argc, char** argv) {
         const std::string name = std::string(layer_name) + "/T:" + std::to_string(shape.T) +
                                  "/d_model:" + std::to_string(shape.d_model) +
                                  "/H:" + std::to_string(shape.n_heads) + (causal ? "/causal" : "");
+        // Its CPU time counts every thread of the process (the tuned layer's helpers, OpenBLAS's
+        // threads): `workbook bench --json` reports it beside the wall time, as median_cpu_ms.
         benchmark::RegisterBenchmark(name.c_str(), time_layer, which, shape, causal)
             ->Unit(benchmark::kMillisecond)
+            ->MeasureProcessCPUTime()
             ->UseRealTime();
       }
 
