@@ -166,12 +166,18 @@ void attend_panels(MatrixView q, KeyPanels keys_t, std::size_t S, MatrixView v,
       }
 
       // Only a tile that crosses the causal diagonal, or with a mask, has masks to apply.
-      const bool masked =
-          (options.causal && k0 + nk - 1 > first_query + q0) || options.mask || options.key_bias;
-      // 5 (unmasked tiles, all but the diagonal's): scale, max, rescale and exponentiate in one
-      //    pass per row, vectorised for this CPU (tile_rows.hpp), equal bit for bit to the steps
-      //    below.
+      const bool diagonal = options.causal && k0 + nk - 1 > first_query + q0;
+      const bool masked = options.mask || options.key_bias;
+      // 4 and 5 without a mask or key_bias (every tile of lab 01's layer): a diagonal tile's keys
+      //    past each row's query become -inf (as step 4 below makes them: -inf stays -inf once
+      //    scaled, and its exp is 0), then scale, max, rescale and exponentiate in one pass per
+      //    row, vectorised for this CPU (tile_rows.hpp), with the roundings of the steps below.
       if (!masked) {
+        for (std::size_t i = 0; diagonal && i < nq; ++i) {
+          const std::size_t query = first_query + q0 + i;  // sees keys <= query
+          const std::size_t visible = query + 1 > k0 ? std::min(nk, query + 1 - k0) : 0;
+          std::fill(scores + i * bk + visible, scores + i * bk + nk, kMinusInfinity);
+        }
         online_softmax_rows(
             {scores, nq, nk, bk, ws.row_max.data(), ws.row_sum.data(), out_block, d_v, out.ld},
             scale);
@@ -181,7 +187,7 @@ void attend_panels(MatrixView q, KeyPanels keys_t, std::size_t S, MatrixView v,
         for (std::size_t j = 0; j < nk; ++j) row[j] *= scale;
         // 4. Masks: a removed key's score becomes -inf; another mask or key_bias value is added.
         for (std::size_t j = 0; j < nk; ++j) {
-          if (options.causal && k0 + j > first_query + q0 + i) {
+          if (diagonal && k0 + j > first_query + q0 + i) {
             row[j] = kMinusInfinity;
           } else if (options.mask || options.key_bias) {
             const float m = options.mask ? (*options.mask)(q0 + i, k0 + j) : 0.0f;
