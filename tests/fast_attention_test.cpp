@@ -116,7 +116,7 @@ TEST(FastAttention, ChoosesItsTilesFromTheL2CacheAndEqualsThePlainReferenceWithT
 // The kernel packs K in panels of tiles.keys columns and hands each tile to a small-GEMM kernel
 // generated for its sizes (tile_kernel.cpp): sizes that fill no whole tile or vector (T = S = 1,
 // T of 67 or 129 with tiles of 24 x 40 or 7 x 5), d_head not a multiple of 8 (12, 20), and
-// d_head 80, past the 64 that libxsmm generates kernels for, where OpenBLAS takes the product.
+// d_head 80 (where a libxsmm that generates no kernel that size leaves the product to OpenBLAS).
 TEST(FastAttention, EqualsThePlainReferenceForOddSizesOfTheSmallGemmKernels) {
   struct Shape {
     std::size_t T, d_model, H;
