@@ -44,6 +44,16 @@ default to neither (to see what they are worth).
 child's environment and CPU/wall check, per shape the ms and GF/s of each side (FLOPs counted as
 `workbook bench` counts them, causal at the full count), the ratios and their geometric means.
 
+--bounds (issue 28's bounds) times, instead of the comparison above and with the same settings,
+each layer whole and its two parts alone: ours `build/bin/bench-reference --bounds` (the tuned
+layer's four projection GEMMs alone, its attention core alone), torch's in- and out-projections
+(F.linear with bias, as its MHA runs them) and its core (q·scale, bmm, softmax, bmm per head; the
+causal one adds the mask as torch's slow path does: baddbmm). The projections are OpenBLAS GEMMs of
+the same sizes on both sides, so torch whole / our projections is the largest ratio any attention
+core of ours could reach, and (P + A/2) / (P + A) the smallest causal / not causal ratio of our
+whole layer if the causal core did exactly half the work. It prints both sides per shape, these
+bounds, their geometric mean, and CPU time beside wall time.
+
 --torch-only --shape T D H [--shape …] is the torch child: torch MHA (and with --variants all
 the other two) on those shapes, causal and not, without `workbook bench`. It re-executes itself
 with the thread variables and allocator settings when they are not already in its environment.
@@ -258,16 +268,20 @@ def child_environment(threads, allocator):
     return env
 
 
-def median_ms(call, repetitions):
-    """Median ms of `repetitions` calls after one warm-up, and the CPU/wall of all of them."""
+def median_ms(call, repetitions, cpu_ms=None):
+    """Median ms of `repetitions` calls after one warm-up, and the CPU/wall of all of them; with
+    a list `cpu_ms`, the median CPU ms of a call is appended to it."""
     cpu_start, wall_start = time.process_time(), time.perf_counter()
     call()  # warm-up: first-touch of fresh memory, thread-pool start
-    times = []
+    times, cpu_times = [], []
     for _ in range(repetitions):
-        start = time.perf_counter()
+        start, cpu_call = time.perf_counter(), time.process_time()
         call()
         times.append((time.perf_counter() - start) * 1e3)
+        cpu_times.append((time.process_time() - cpu_call) * 1e3)
     cpu, wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+    if cpu_ms is not None:
+        cpu_ms.append(statistics.median(cpu_times))
     return statistics.median(times), cpu, wall
 
 
@@ -286,16 +300,51 @@ def plain_attention(x, w_q, w_k, w_v, w_o, n_heads, mask):
     return context.transpose(1, 2).reshape(batch, T, d) @ w_o
 
 
-def time_torch(T, d, H, causal, repetitions, all_variants):
-    """{variant: (median ms, CPU s, wall s)} on one shape."""
+def time_torch_parts(layer, x, H, mask, repetitions, cpu_ms):
+    """Torch MHA's projections and its attention core, each alone (--bounds): the in-projection
+    (one F.linear to 3·d with bias, as both of its paths run it) and the out-projection, then the
+    core on heads laid out (H, T, d_head) as its paths lay them out: q scaled, Q Kᵀ (baddbmm with
+    the additive mask when causal, as F.multi_head_attention_forward does), softmax, P V."""
+    batch, T, d = x.shape
+    d_head = d // H
+    F = torch.nn.functional
+    w_in, b_in = layer.in_proj_weight, layer.in_proj_bias
+    w_out, b_out = layer.out_proj.weight, layer.out_proj.bias
+    qkv = F.linear(x, w_in, b_in)
+    heads = [t.reshape(T, H, d_head).transpose(0, 1).contiguous() for t in qkv[0].chunk(3, -1)]
+    context = torch.randn(batch, T, d)
+    additive = None
+    if mask is not None:
+        additive = torch.zeros(T, T).masked_fill(mask, float("-inf"))
+
+    def core():
+        q = heads[0] * (1.0 / math.sqrt(d_head))
+        kt = heads[1].transpose(-1, -2)
+        scores = torch.bmm(q, kt) if additive is None else torch.baddbmm(additive, q, kt)
+        return torch.bmm(torch.softmax(scores, dim=-1), heads[2])
+
+    return {"torch in-projection": median_ms(lambda: F.linear(x, w_in, b_in), repetitions,
+                                             cpu_ms.setdefault("torch in-projection", [])),
+            "torch out-projection": median_ms(lambda: F.linear(context, w_out, b_out),
+                                              repetitions,
+                                              cpu_ms.setdefault("torch out-projection", [])),
+            "torch core": median_ms(core, repetitions, cpu_ms.setdefault("torch core", []))}
+
+
+def time_torch(T, d, H, causal, repetitions, all_variants, parts=None):
+    """{variant: (median ms, CPU s, wall s)} on one shape; with a dict `parts` (--bounds), also
+    torch MHA's parts, and each one's median CPU ms of a call in parts[name]."""
     torch.manual_seed(2024)
     x = torch.randn(1, T, d)
     mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1) if causal else None
     times = {}
     with torch.inference_mode():
         layer = torch.nn.MultiheadAttention(d, H, batch_first=True).eval()
+        if parts is not None:
+            times.update(time_torch_parts(layer, x, H, mask, repetitions, parts))
         times[MHA] = median_ms(
-            lambda: layer(x, x, x, attn_mask=mask, need_weights=False), repetitions)
+            lambda: layer(x, x, x, attn_mask=mask, need_weights=False), repetitions,
+            None if parts is None else parts.setdefault(MHA, []))
         if not all_variants:
             return times
         # Without biases torch 1.13's batch_first fast path fails (pytorch/pytorch#88669): this
@@ -339,9 +388,13 @@ def torch_only(args):
     recorded, checks = [], []
     for T, d, H in args.shape:
         for causal in (False, True):
-            times = time_torch(T, d, H, causal, args.repetitions, args.variants == "all")
+            cpu_ms = {} if args.bounds else None
+            times = time_torch(T, d, H, causal, args.repetitions, args.variants == "all",
+                               parts=cpu_ms)
             row = {"T": T, "d_model": d, "n_heads": H, "causal": causal,
                    "median_ms": {}, "gflops_per_s": {}, "cpu_wall": {}}
+            if cpu_ms:
+                row["median_cpu_ms"] = {name: rounded(v[0], 9) for name, v in cpu_ms.items()}
             for name, (ms, cpu, wall) in times.items():
                 row["median_ms"][name] = rounded(ms, 9)
                 row["gflops_per_s"][name] = rounded(attention_flops(T, d) / (ms * 1e6), 9)
@@ -491,6 +544,7 @@ def compare(args):
         theirs = torch_rows[(T, d, H, causal)]
         row = {"T": T, "d_model": d, "n_heads": H, "causal": causal,
                "workbook": {layer: {"median_ms": r["median_ms"],
+                                    "median_cpu_ms": r.get("median_cpu_ms"),
                                     "gflops_per_s": rounded(r["gflops_per_s"])}
                             for layer, r in layers.items()},
                "torch": {name: {"median_ms": rounded(ms),
@@ -585,6 +639,133 @@ def compare(args):
     return 0
 
 
+def bounds(args):
+    """--bounds: both sides' projections and attention core alone, and the ratios they allow."""
+    warnings = []
+    threads = args.threads
+    cpu = cpu_info()
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    workbook_blas = openblas_core("libopenblas.so.0")
+    load_before = load_average()
+    env = child_environment(threads, args.malloc == "both")
+    torch_env = child_environment(threads, args.malloc != "default")
+    print(f"bench_torch --bounds {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+          f"{cpu_text(cpu)}; OpenBLAS core {workbook_blas['core']}; threads {threads}; median of "
+          f"{args.repetitions}; load average {load_before[0]:.2f}", flush=True)
+    # 1. Ours: the tuned layer whole and its parts, Google Benchmark's medians (wall and CPU).
+    engine = os.path.join(args.build_dir, "bin", "bench-reference")
+    command = [engine, "--bounds", "--threads", str(threads), "--benchmark_format=json",
+               f"--benchmark_repetitions={args.repetitions}",
+               "--benchmark_report_aggregates_only=true"]
+    if args.quick:
+        command.append("--quick")
+    print("running: " + " ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(command),
+          flush=True)
+    stdout, check = run_measured(command, {**base_environment(), **env}, threads, True)
+    print(describe_check("bench-reference --bounds", check), flush=True)
+    flag("bench-reference --bounds", check, warnings)
+    ours = {}  # (T, d, H, causal) -> {part: (wall ms, cpu ms)}
+    sgemm = None
+    for run in json.loads(stdout)["benchmarks"]:
+        if run.get("aggregate_name") != "median":
+            continue
+        fields = run["run_name"].split("/")
+        if fields[0].startswith("sgemm"):
+            sgemm = run["flops"] / (run["real_time"] * 1e6)
+            continue
+        T, d, H = (int(f.split(":")[1]) for f in fields[1:4])
+        ours.setdefault((T, d, H, "causal" in fields), {})[fields[0]] = (
+            run["real_time"], run["cpu_time"])
+    # 2. Torch, in its own process: MHA whole and its parts.
+    distinct = list(dict.fromkeys((T, d, H) for T, d, H, _ in ours))
+    with tempfile.TemporaryDirectory(prefix="bench_torch_") as folder:
+        record = os.path.join(folder, "torch.json")
+        command = [args.torch_python, os.path.abspath(__file__), "--torch-only", "--bounds",
+                   "--threads", str(threads), "--repetitions", str(args.repetitions),
+                   "--variants", "mha", "--malloc", args.malloc, "--record", record]
+        for T, d, H in distinct:
+            command += ["--shape", str(T), str(d), str(H)]
+        print("running: " + shlex.join(command), flush=True)
+        _, torch_check = run_measured(command, {**base_environment(), **torch_env}, threads,
+                                      False)
+        with open(record) as file:
+            theirs = {(r["T"], r["d_model"], r["n_heads"], r["causal"]): r
+                      for r in json.load(file)["results"]}
+    print(describe_check("torch child (with `import torch`)", torch_check), flush=True)
+    flag("torch child", torch_check, warnings, ratio=False)
+    off = [(name, c["ratio"]) for r in theirs.values() for name, c in r["cpu_wall"].items()
+           if not c["ok"]]
+    if off:
+        loudly([f"torch: CPU/wall of {len(off)} timed cases off 1 by more than {TOLERANCE}: "
+                + ", ".join(f"{n} {r:.2f}" for n, r in off[:6])], warnings)
+    # 3. The tables and the bounds: by wall time (what a fair run quotes), then by CPU time
+    #    (steadier on a busy machine: the same calls, the CPU they took).
+    rows = {}
+    for metric, index, torch_field in (("wall", 0, "median_ms"), ("CPU", 1, "median_cpu_ms")):
+        print()
+        print(f"{metric} ms, medians; ours: P = the tuned layer's four projection GEMMs alone, "
+              "A = its attention core alone; torch: P = in- + out-projection, A = scale, bmm, "
+              "softmax, bmm; bound = torch MHA / our P (a free core), with torch's A = torch "
+              "MHA / (our P + torch A)")
+        print(f"{'T':>5} {'d':>5} {'H':>3} {'causal':>6} | {'ours':>8} {'P':>8} {'A':>8} "
+              f"{'P+A':>8} | {'torch':>8} {'P':>8} {'A':>8} {'P+A':>8} | {'now':>5} "
+              f"{'bound':>5} {'torch A':>7}")
+        now, bound, matched = [], [], []
+        for key, parts in ours.items():
+            T, d, H, causal = key
+            t = theirs[key][torch_field]
+            whole, proj, core = (parts[n][index] for n in ("lab07_tuned", "projections", "core"))
+            t_p = t["torch in-projection"] + t["torch out-projection"]
+            t_a, t_w = t["torch core"], t[MHA]
+            now.append(t_w / whole)
+            bound.append(t_w / proj)  # a free core
+            matched.append(t_w / (proj + t_a))  # torch's own core
+            row = rows.setdefault(key, {"T": T, "d_model": d, "n_heads": H, "causal": causal})
+            row[metric] = {"ours_ms": {"whole": rounded(whole), "projections": rounded(proj),
+                                       "core": rounded(core)},
+                           "torch_ms": {k: rounded(v) for k, v in t.items()},
+                           "ratio_now": rounded(now[-1], 3),
+                           "ratio_free_core": rounded(bound[-1], 3),
+                           "ratio_torchs_core": rounded(matched[-1], 3)}
+            print(f"{T:>5} {d:>5} {H:>3} {'yes' if causal else 'no':>6} | {whole:>8.2f} "
+                  f"{proj:>8.2f} {core:>8.2f} {proj + core:>8.2f} | {t_w:>8.2f} {t_p:>8.2f} "
+                  f"{t_a:>8.2f} {t_p + t_a:>8.2f} | {now[-1]:>5.2f} {bound[-1]:>5.2f} "
+                  f"{matched[-1]:>7.2f}")
+        print(f"geometric mean of torch MHA / ours ({metric}): now {geometric_mean(now):.2f}; "
+              f"with a free core {geometric_mean(bound):.2f}; with torch's core "
+              f"{geometric_mean(matched):.2f}")
+        for (T, d, H, causal), parts in ours.items():
+            if causal or (T, d, H, True) not in ours:
+                continue
+            p, a = parts["projections"][index], parts["core"][index]
+            masked = ours[(T, d, H, True)]
+            print(f"  causal / not causal at ({T}, {d}, {H}) ({metric}): whole "
+                  f"{masked['lab07_tuned'][index] / parts['lab07_tuned'][index]:.2f}, core "
+                  f"alone {masked['core'][index] / a:.2f}; a half-price core gives (P + A/2) / "
+                  f"(P + A) = {(p + a / 2) / (p + a):.2f}, a free one P / (P + A) = "
+                  f"{p / (p + a):.2f}")
+    rows = list(rows.values())
+    if sgemm:
+        print(f"OpenBLAS SGEMM 2048³ in the same run: {sgemm:.1f} GF/s")
+    print("a fair run" if not warnings else
+          f"NOT A FAIR RUN ({len(warnings)} warnings above): quote no ratio from it")
+    if args.record:
+        with open(args.record, "w") as out:
+            json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "command": shlex.join([sys.executable] + sys.argv),
+                       "machine": {"cpu": cpu, "load_average_before": load_before,
+                                   "load_average_after": load_average(),
+                                   "workbook_openblas": workbook_blas},
+                       "threads": threads, "repetitions": args.repetitions,
+                       "sgemm_gflops_per_s": sgemm, "cpu_wall": {"ours": check,
+                                                                 "torch": torch_check},
+                       "fair": not warnings, "warnings": warnings, "results": rows},
+                      out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        print(f"wrote {args.record}")
+    return 0
+
+
 def base_environment():
     """This process's environment without the variables the children get set explicitly."""
     return {k: v for k, v in os.environ.items()
@@ -605,6 +786,9 @@ def main():
     parser.add_argument("--malloc", choices=("both", "torch", "default"), default="both",
                         help="who gets glibc's keep-freed-memory settings (default both)")
     parser.add_argument("--record", metavar="FILE", help="also write the run as JSON")
+    parser.add_argument("--bounds", action="store_true",
+                        help="time each side's projections and attention core alone, and print "
+                             "the ratios they allow (issue 28)")
     parser.add_argument("--torch-only", action="store_true",
                         help="time torch alone on the --shape shapes; no workbook bench")
     parser.add_argument("--shape", nargs=3, type=int, action="append", metavar=("T", "D", "H"),
@@ -618,6 +802,8 @@ def main():
         args.variants = "mha" if args.torch_only else "all"
     if args.torch_only:
         return torch_only(args)
+    if args.bounds:
+        return bounds(args)
     return compare(args)
 
 

@@ -683,6 +683,8 @@ TEST(WorkbookBench, QuickJsonReportsEveryShapeWithConsistentUnitsAndTheStoredWei
     const double T = row.at("T"), d = row.at("d_model"), H = row.at("n_heads");
     const double ms = row.at("median_ms");
     EXPECT_GT(ms, 0.0);
+    // The CPU time of the engine's process per call, beside the wall time (issue 28).
+    EXPECT_GT(row.at("median_cpu_ms").get<double>(), 0.0);
     // GF/s = (8·T·d² + 4·T²·d) / time: the same numbers, in the units the table names.
     EXPECT_NEAR(row.at("gflops_per_s").get<double>(), (8 * T * d * d + 4 * T * T * d) / (ms * 1e6),
                 1e-9 * (1 + 8 * T * d * d));

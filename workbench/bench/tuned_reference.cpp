@@ -6,9 +6,14 @@ namespace workbench {
 namespace {
 
 minimodel::Tensor3 fast_forward(const minimodel::MultiHeadAttention& layer,
-                                const minimodel::Tensor3& x, bool causal, std::size_t threads) {
+                                const minimodel::Tensor3& x, bool causal, const TunedCall& how) {
+  using Part = minimodel::fast::FastOptions::Part;
   minimodel::fast::FastOptions options;
-  options.threads = threads;
+  options.threads = how.threads;
+  options.part = how.part == TunedPart::projections ? Part::projections
+                 : how.part == TunedPart::core      ? Part::core
+                                                    : Part::whole;
+  if (how.tile_queries > 0) options.tiles = minimodel::Tiles{how.tile_queries, how.tile_keys};
   return minimodel::fast::efficient_forward(layer, x, causal, options);
 }
 

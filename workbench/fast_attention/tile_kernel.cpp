@@ -3,9 +3,11 @@
 // its two tile products no longer go through cblas_sgemm, which repacks both operands into its own
 // panels on every call (at (4096, 512, 8), its packing took 30 % of the time on issue 28's Zen 3,
 // 13 to 14 % on a Zen 4). Instead:
-//   - K is packed once per call, as kᵀ in panels of (d_head, bk), one per key tile: the layout
-//     the score product reads, column after column. The softmax scale stays on the scores, as in
-//     the plain reference (scale · (q · k), not q · (scale · k), which rounds differently).
+//   - The score product reads kᵀ, a panel of (d_head, bk) per key tile: attend_tiles packs K so
+//     once per call; attend_tiles_transposed_keys reads the panels in place from a kᵀ its caller
+//     stored once for every block of queries (fast::efficient_forward does). The softmax scale
+//     stays on the scores, as in the plain reference (scale · (q · k), not q · (scale · k), which
+//     rounds differently); tile_rows.cpp applies it in the pass that exponentiates them.
 //   - Each product is one call of a small-GEMM kernel that libxsmm generates for its exact sizes
 //     (JIT, for the instruction set this CPU has) and that reads its operands in place: q, the
 //     packed panel, the scores and v all stay in the layout they are in.
@@ -20,6 +22,7 @@
 #include <cmath>
 #include <limits>
 
+#include "fast_attention/tile_rows.hpp"
 #include "simd_rows.hpp"
 
 namespace minimodel::fast {
@@ -28,9 +31,10 @@ namespace {
 constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
 
 // Row-major c (m, n) = a (m, k) b (k, n) (+ c if accumulate): libxsmm's column-major kernel for
-// cᵀ = bᵀ aᵀ, generated once per size and kept in its registry (a lookup afterwards). Above the
-// sizes libxsmm generates (64 a side in Debian's build) it returns none, and OpenBLAS does the
-// product, repacking as before; so does Products::openblas.
+// cᵀ = bᵀ aᵀ, generated once per size and kept in its registry (a lookup afterwards). For a size
+// it does not generate it returns none, and OpenBLAS does the product, repacking as before; so
+// does Products::openblas. (Debian's libxsmm 1.17 returned a kernel for every size tried on this
+// Zen 4, up to 256 a side, and d_head 80: the fallback is for other builds and CPUs.)
 class SmallGemm {
  public:
   SmallGemm(Products products, std::size_t m, std::size_t n, std::size_t k, std::size_t lda,
@@ -81,24 +85,54 @@ void pack_keys(MatrixView k, std::size_t bk, std::vector<float>& keys) {
   }
 }
 
+// kᵀ in panels of (d_head, bk), one per key tile: panel t starts at data + t · step, its rows ld
+// apart. Packed by pack_keys (ld bk, step d_head · bk), or kᵀ as it lies (ld its row stride, step
+// bk).
+struct KeyPanels {
+  const float* data;
+  std::size_t ld, step;
+};
+
+// q (T, d_head), the key panels of S keys, v (S, d_v) -> out (T, d_v)
+void attend_panels(MatrixView q, KeyPanels keys_t, std::size_t S, MatrixView v,
+                   MutableMatrixView out, const TiledOptions& options, std::size_t first_query,
+                   TileWorkspace& ws, Products products);
+
 }  // namespace
 
 // q (T, d_head), k (S, d_head), v (S, d_v) -> out (T, d_v)
 void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
                   const TiledOptions& options, std::size_t first_query, TileWorkspace& ws,
                   Products products) {
-  const std::size_t T = q.rows, S = k.rows, d_head = q.cols, d_v = v.cols;
+  // K packed once for every block of queries: S · d_head floats (256 KiB at S = 1024, d_head 64),
+  // read again by each block of queries from L2 (and by the score product from L1, a panel at a
+  // time).
+  const std::size_t bk = options.tiles.keys;
+  pack_keys(k, bk, ws.keys);
+  attend_panels(q, {ws.keys.data(), bk, k.cols * bk}, k.rows, v, out, options, first_query, ws,
+                products);
+}
+
+// q (T, d_head), kᵀ (d_head, S), v (S, d_v) -> out (T, d_v)
+void attend_tiles_transposed_keys(MatrixView q, MatrixView keys_t, MatrixView v,
+                                  MutableMatrixView out, const TiledOptions& options,
+                                  std::size_t first_query, TileWorkspace& ws) {
+  attend_panels(q, {keys_t.data, keys_t.ld, options.tiles.keys}, keys_t.cols, v, out, options,
+                first_query, ws, Products::small_gemm);
+}
+
+namespace {
+
+void attend_panels(MatrixView q, KeyPanels keys_t, std::size_t S, MatrixView v,
+                   MutableMatrixView out, const TiledOptions& options, std::size_t first_query,
+                   TileWorkspace& ws, Products products) {
+  const std::size_t T = q.rows, d_head = q.cols, d_v = v.cols;
   const std::size_t bq = options.tiles.queries, bk = options.tiles.keys;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
   TileCounts counts;
 
-  // K packed once for every block of queries: S · d_head floats (256 KiB at S = 1024, d_head 64),
-  // read again by each block of queries from L2 (and by the score product from L1, a panel at a
-  // time).
-  pack_keys(k, bk, ws.keys);
-  const std::size_t panel = d_head * bk;
   // The kernels of a whole tile, generated (or looked up) once per call; the edge tiles' below.
-  const SmallGemm full_scores(products, bq, bk, d_head, q.ld, bk, bk, false);
+  const SmallGemm full_scores(products, bq, bk, d_head, q.ld, keys_t.ld, bk, false);
   const SmallGemm full_values(products, bq, d_v, bk, bk, v.ld, out.ld, true);
 
   for (std::size_t q0 = 0; q0 < T; q0 += bq) {
@@ -124,23 +158,37 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
       // 3. The tile's scores, q_block k_blockᵀ from the packed panel, no repacking (scaled below).
       //    In cache while the tile lasts: the query block (bq, d_head), the panel (d_head, bk),
       //    the scores.
-      const float* keys = ws.keys.data() + k0 / bk * panel;
+      const float* keys = keys_t.data + k0 / bk * keys_t.step;
       const float* queries = q.data + q0 * q.ld;
       if (whole) {
         full_scores(queries, keys, scores);
       } else {
-        SmallGemm(products, nq, nk, d_head, q.ld, bk, bk, false)(queries, keys, scores);
+        SmallGemm(products, nq, nk, d_head, q.ld, keys_t.ld, bk, false)(queries, keys, scores);
       }
 
       // Only a tile that crosses the causal diagonal, or with a mask, has masks to apply.
-      const bool masked =
-          (options.causal && k0 + nk - 1 > first_query + q0) || options.mask || options.key_bias;
-      for (std::size_t i = 0; i < nq; ++i) {
+      const bool diagonal = options.causal && k0 + nk - 1 > first_query + q0;
+      const bool masked = options.mask || options.key_bias;
+      // 4 and 5 without a mask or key_bias (every tile of lab 01's layer): a diagonal tile's keys
+      //    past each row's query become -inf (as step 4 below makes them: -inf stays -inf once
+      //    scaled, and its exp is 0), then scale, max, rescale and exponentiate in one pass per
+      //    row, vectorised for this CPU (tile_rows.hpp), with the roundings of the steps below.
+      if (!masked) {
+        for (std::size_t i = 0; diagonal && i < nq; ++i) {
+          const std::size_t query = first_query + q0 + i;  // sees keys <= query
+          const std::size_t visible = query + 1 > k0 ? std::min(nk, query + 1 - k0) : 0;
+          std::fill(scores + i * bk + visible, scores + i * bk + nk, kMinusInfinity);
+        }
+        online_softmax_rows(
+            {scores, nq, nk, bk, ws.row_max.data(), ws.row_sum.data(), out_block, d_v, out.ld},
+            scale);
+      }
+      for (std::size_t i = 0; masked && i < nq; ++i) {
         float* row = scores + i * bk;
         for (std::size_t j = 0; j < nk; ++j) row[j] *= scale;
         // 4. Masks: a removed key's score becomes -inf; another mask or key_bias value is added.
-        for (std::size_t j = 0; masked && j < nk; ++j) {
-          if (options.causal && k0 + j > first_query + q0 + i) {
+        for (std::size_t j = 0; j < nk; ++j) {
+          if (diagonal && k0 + j > first_query + q0 + i) {
             row[j] = kMinusInfinity;
           } else if (options.mask || options.key_bias) {
             const float m = options.mask ? (*options.mask)(q0 + i, k0 + j) : 0.0f;
@@ -186,4 +234,5 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
   if (options.counts) *options.counts = counts;
 }
 
+}  // namespace
 }  // namespace minimodel::fast

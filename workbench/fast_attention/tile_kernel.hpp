@@ -37,4 +37,12 @@ void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView ou
                   const TiledOptions& options, std::size_t first_query, TileWorkspace& ws,
                   Products products = Products::small_gemm);
 
+/// The same with the keys given transposed, kᵀ (d_head, S) with rows keys_t.ld apart, as
+/// fast::efficient_forward's key projection writes them: each tile's panel is read where it lies,
+/// nothing is packed. Tile products by libxsmm.
+/// q (T, d_head), kᵀ (d_head, S), v (S, d_v) -> out (T, d_v)
+void attend_tiles_transposed_keys(MatrixView q, MatrixView keys_t, MatrixView v,
+                                  MutableMatrixView out, const TiledOptions& options,
+                                  std::size_t first_query, TileWorkspace& ws);
+
 }  // namespace minimodel::fast

@@ -31,7 +31,8 @@ struct Timing {
   std::size_t T = 0, d_model = 0, n_heads = 0;
   bool causal = false;
   double median_ms = 0, gflops = 0, peak_extra_bytes = 0;
-  std::string error;  ///< why it did not run (a TODO stub), or empty
+  double median_cpu_ms = 0;  ///< CPU time of the engine's whole process per call, all its threads
+  std::string error;         ///< why it did not run (a TODO stub), or empty
 };
 
 nlohmann::json to_json(const Timing& t) {
@@ -45,6 +46,7 @@ nlohmann::json to_json(const Timing& t) {
     row["error"] = t.error;
   } else {
     row["median_ms"] = t.median_ms;
+    row["median_cpu_ms"] = t.median_cpu_ms;
     row["gflops_per_s"] = t.gflops;
     row["peak_extra_bytes"] = t.peak_extra_bytes;
   }
@@ -99,6 +101,7 @@ Report read_report(const nlohmann::json& report, const std::string& impl, bool s
       continue;
     }
     t.median_ms = run.at("real_time").get<double>();  // the engine reports milliseconds
+    t.median_cpu_ms = run.value("cpu_time", 0.0);     // process-wide: MeasureProcessCPUTime
     t.gflops = run.at("flops").get<double>() / (t.median_ms * 1e6);
     t.peak_extra_bytes = run.at("peak_extra_bytes").get<double>();
     rows.push_back(t);

@@ -310,7 +310,8 @@ int main(int argc, char** argv) {
                       "Two tiny shapes only (a smoke test, not a measurement)");
   bench_cmd->add_flag("--json", bench_options.json,
                       "One JSON document: {machine, results: [{layer, implementation, T, d_model, "
-                      "n_heads, causal, median_ms, gflops_per_s, peak_extra_bytes | error}]}");
+                      "n_heads, causal, median_ms, median_cpu_ms, gflops_per_s, peak_extra_bytes | "
+                      "error}]}");
 
   workbook::DevCheckOptions dev_check_options;
   CLI::App* dev_check_cmd = app.add_subcommand(
