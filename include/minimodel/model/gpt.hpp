@@ -235,8 +235,9 @@ struct GptBlockTape {
   Matrix<Real> out;  ///< (N, d): mid + mlp(ln_2(mid))
   // gpt_block_backward's workspace and result
   Matrix<Real> d_mid, d_ln, d_q, d_k, d_v, d_merged;  ///< (N, d) each
-  Matrix<Real> d_scores;                              ///< (T, T): one (sequence, head) at a time
-  Matrix<Real> dx;                                    ///< (N, d): dL/dx, the result
+  Matrix<Real>
+      d_scores;     ///< (T, T) per (sequence, head) at work: the reference keeps one per thread
+  Matrix<Real> dx;  ///< (N, d): dL/dx, the result
 };
 
 /// What gpt_forward keeps for gpt_backward, and the logits it returns. Keep one across steps: a
