@@ -483,7 +483,8 @@ double bits_per_byte(double total_nats, std::size_t bytes);
 
 /// Block C. The mean loss over windows of T + 1 tokens of `stream` starting at 0, T, 2T, … (every
 /// token after the first predicted once), at most max_windows of them, run `batch` windows at a
-/// time (fewer for the last). token_bytes[id], if not empty, is token id's length in bytes, which
+/// time (fewer for the last: pass a max_windows that is a multiple of batch to keep the tape's
+/// shape, and so its buffers). token_bytes[id], if not empty, is token id's length in bytes, which
 /// gives bytes and bits_per_byte.
 /// @throws std::invalid_argument if T is 0 or above max_len, batch is 0, the stream has fewer than
 ///         T + 1 tokens, or token_bytes is neither empty nor of size V.
