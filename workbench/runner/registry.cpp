@@ -1,5 +1,7 @@
 #include "runner/registry.hpp"
 
+#include <unistd.h>  // geteuid
+
 #include <algorithm>
 #include <fstream>
 #include <regex>
@@ -51,6 +53,13 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
                                learner_root);
     lab.reference_files.push_back(reference_root + file.substr(learner_root.size()));
   }
+  if (entry.contains("ranks")) {
+    lab.ranks = entry.at("ranks").get<std::vector<int>>();
+    for (const int ranks : lab.ranks)
+      if (ranks < 1 || ranks > 64)
+        throw std::runtime_error("lab " + lab.number + ": ranks " + std::to_string(ranks) +
+                                 " is not 1 … 64");
+  }
   for (const auto& block : entry.at("blocks"))
     lab.blocks.push_back({block.at("id").get<std::string>(), block.at("title").get<std::string>(),
                           block.at("tests").get<std::vector<std::string>>()});
@@ -64,6 +73,20 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
 }
 
 }  // namespace
+
+std::pair<std::string, std::vector<std::string>> Lab::command(const std::string& program,
+                                                              std::vector<std::string> args) const {
+  if (ranks.empty()) return {program, std::move(args)};
+  // OpenMPI refuses to start as root unless told (CI runs as root); a container may forbid the
+  // cross-memory copies of its shared-memory transport, which then copies through a buffer.
+  std::vector<std::string> mpi = {"-n", std::to_string(*std::max_element(ranks.begin(), ranks.end())),
+                                  "--oversubscribe", "--mca", "btl_vader_single_copy_mechanism",
+                                  "none"};
+  if (geteuid() == 0) mpi.push_back("--allow-run-as-root");
+  mpi.push_back(program);
+  mpi.insert(mpi.end(), args.begin(), args.end());
+  return {"mpiexec", mpi};
+}
 
 std::string Lab::block_for(const std::string& test, const std::string& message) const {
   if (const auto todo = todo_in(message); todo && todo->first == number) return todo->second;
