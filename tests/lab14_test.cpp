@@ -65,7 +65,7 @@ class RankListener : public ::testing::EmptyTestEventListener {
   void OnTestEnd(const ::testing::TestInfo&) override { test_started_ms = 0; }
 };
 
-// Every lab 14 test: after its body, rank 0 reports what failed on the other ranks.
+// Every lab 14 test: after its body, each rank reports what failed on the others.
 class MpiTest : public ::testing::Test {
  protected:
   void TearDown() override {
@@ -79,8 +79,10 @@ class MpiTest : public ::testing::Test {
     std::string all(std::size_t(total), ' ');
     MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
                    MPI_CHAR, MPI_COMM_WORLD);
-    if (world_rank() != 0) return;
-    for (int r = 1; r < P; ++r) {
+    // Every rank adds the others' failures, so that all agree on which tests failed (with
+    // --gtest_fail_fast they stop together); rank 0's are the ones printed.
+    for (int r = 0; r < P; ++r) {
+      if (r == world_rank()) continue;
       const std::string theirs =
           all.substr(std::size_t(offsets[std::size_t(r)]), std::size_t(lengths[std::size_t(r)]));
       if (!theirs.empty() && theirs != mine)
