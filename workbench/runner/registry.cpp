@@ -79,8 +79,11 @@ std::pair<std::string, std::vector<std::string>> Lab::command(const std::string&
   if (ranks.empty()) return {program, std::move(args)};
   // OpenMPI refuses to start as root unless told (CI runs as root); a container may forbid the
   // cross-memory copies of its shared-memory transport, which then copies through a buffer.
-  std::vector<std::string> mpi = {"-n", std::to_string(*std::max_element(ranks.begin(), ranks.end())),
-                                  "--oversubscribe", "--mca", "btl_vader_single_copy_mechanism",
+  std::vector<std::string> mpi = {"-n",
+                                  std::to_string(*std::max_element(ranks.begin(), ranks.end())),
+                                  "--oversubscribe",
+                                  "--mca",
+                                  "btl_vader_single_copy_mechanism",
                                   "none"};
   if (geteuid() == 0) mpi.push_back("--allow-run-as-root");
   mpi.push_back(program);
