@@ -159,11 +159,15 @@ endfunction()
 # program's tests split MPI_COMM_WORLD into groups of 1, 2 and 4 ranks themselves), and its verify
 # program on the largest P. Each has a time limit, so that a rank left waiting in a collective for
 # one that failed never holds ctest up; OpenMPI's variables let it run as root (CI) and without the
-# cross-memory copies a container may forbid.
+# cross-memory copies a container may forbid. In the sanitizer builds each run takes tens of seconds
+# (4 ranks at -O0 on 2 cores).
 function(minimodel_mpi_lab_tests number impl)
   set(lab lab${number})
   set(environment OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
                   OMPI_MCA_btl_vader_single_copy_mechanism=none)
+  if(MINIMODEL_SANITIZE)  # OpenMPI's leaks at exit are suppressed by library (tests/lsan-suppressions.txt),
+    list(APPEND environment ASAN_OPTIONS=fast_unwind_on_malloc=0)  # whose frames need this unwinder
+  endif()
   if(impl STREQUAL "learner")
     set(labels "learner;${lab}")
   else()

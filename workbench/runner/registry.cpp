@@ -3,6 +3,7 @@
 #include <unistd.h>  // geteuid
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -53,12 +54,17 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
                                learner_root);
     lab.reference_files.push_back(reference_root + file.substr(learner_root.size()));
   }
-  if (entry.contains("ranks")) {
-    lab.ranks = entry.at("ranks").get<std::vector<int>>();
-    for (const int ranks : lab.ranks)
-      if (ranks < 1 || ranks > 64)
-        throw std::runtime_error("lab " + lab.number + ": ranks " + std::to_string(ranks) +
-                                 " is not 1 … 64");
+  if (entry.contains("ranks")) {  // checked before any conversion: a float would overflow an int
+    const nlohmann::json& ranks = entry.at("ranks");
+    if (!ranks.is_array())
+      throw std::runtime_error("lab " + lab.number + ": ranks is not a list of numbers");
+    for (const nlohmann::json& count : ranks) {
+      if (!count.is_number_unsigned() || count.get<std::uint64_t>() < 1 ||
+          count.get<std::uint64_t>() > 64)
+        throw std::runtime_error("lab " + lab.number + ": ranks " + count.dump() +
+                                 " is not a number of ranks from 1 to 64");
+      lab.ranks.push_back(static_cast<int>(count.get<std::uint64_t>()));
+    }
   }
   for (const auto& block : entry.at("blocks"))
     lab.blocks.push_back({block.at("id").get<std::string>(), block.at("title").get<std::string>(),
