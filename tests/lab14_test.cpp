@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -37,11 +38,12 @@ int world_size() { return size_of(MPI_COMM_WORLD); }
 
 // ---- The harness: failures from every rank, and no rank left waiting ---------------------------
 
-// The failure messages of the running test on this rank.
+// The failure messages of the running test on this rank, and their lock (the watchdog reads them).
 std::vector<std::string>& failures_here() {
   static std::vector<std::string> messages;
   return messages;
 }
+std::mutex failures_lock;
 // When the running test started, for the watchdog (steady clock, in ms; 0: none running).
 std::atomic<long long> test_started_ms{0};
 std::atomic<const char*> test_running{""};
@@ -53,6 +55,7 @@ long long now_ms() {
 
 class RankListener : public ::testing::EmptyTestEventListener {
   void OnTestStart(const ::testing::TestInfo& info) override {
+    const std::lock_guard<std::mutex> lock(failures_lock);
     failures_here().clear();
     static std::string name;
     name = std::string(info.test_suite_name()) + "." + info.name();
@@ -60,6 +63,7 @@ class RankListener : public ::testing::EmptyTestEventListener {
     test_started_ms = now_ms();
   }
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    const std::lock_guard<std::mutex> lock(failures_lock);
     if (result.failed()) failures_here().push_back(result.message());
   }
   void OnTestEnd(const ::testing::TestInfo&) override { test_started_ms = 0; }
@@ -69,7 +73,11 @@ class RankListener : public ::testing::EmptyTestEventListener {
 class MpiTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    const std::string mine = failures_here().empty() ? "" : failures_here().front().substr(0, 4000);
+    std::string mine;
+    {
+      const std::lock_guard<std::mutex> lock(failures_lock);
+      if (!failures_here().empty()) mine = failures_here().front().substr(0, 4000);
+    }
     const int P = world_size();
     int length = int(mine.size());
     std::vector<int> lengths(static_cast<std::size_t>(P)), offsets(lengths.size());
@@ -498,10 +506,17 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       const long long started = minimodel::test_started_ms;
       if (started != 0 && minimodel::now_ms() - started > limit_ms) {
+        std::string failed;
+        {
+          const std::lock_guard<std::mutex> lock(minimodel::failures_lock);
+          if (!minimodel::failures_here().empty())
+            failed = " It failed first with: " + minimodel::failures_here().front();
+        }
         std::fprintf(stderr,
                      "lab 14 tests, rank %d: %s has run for %lld s; a rank probably failed or "
-                     "stopped while this one waits for it in a collective. Stopping every rank.\n",
-                     rank, minimodel::test_running.load(), limit_ms / 1000);
+                     "stopped while this one waits for it in a collective. Stopping every "
+                     "rank.%s\n",
+                     rank, minimodel::test_running.load(), limit_ms / 1000, failed.c_str());
         std::fflush(stderr);
         std::_Exit(3);  // mpiexec then stops the other ranks
       }

@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
 
 #include "figures/bar_chart.hpp"
@@ -217,8 +218,10 @@ std::string snake_case(std::string text) {
 }
 std::string ms(double seconds) { return fixed(1000.0 * seconds, 1) + " ms"; }
 
-// Every rank runs this; `run` is rank 0's verify run, null on the others.
-void body(workbench::VerifyRun* run) {
+// Every rank runs this; `run` is rank 0's verify run, null on the others. `comparing`: the run
+// records outputs for `workbook diff` (--dump), and stops after the last record, before the
+// measurements.
+void body(workbench::VerifyRun* run, bool comparing) {
   auto print = [&](const std::string& line = "") {
     if (run) run->print(line);
   };
@@ -322,6 +325,8 @@ void body(workbench::VerifyRun* run) {
                    sent == formula, sent,
                    std::to_string(std::size_t(sent)) + " B measured, formula " +
                        std::to_string(std::size_t(formula)) + " B");
+        if (P == group_sizes().back() && layout == SequenceLayout::zigzag)
+          run->record("ring_attention", out, kTolerance, "B");  // rank 0's rows
         if (P > 1 && layout == SequenceLayout::contiguous)
           bytes.push_back({"ring attention", P, sent, formula, 0.0});
       }
@@ -404,6 +409,10 @@ void body(workbench::VerifyRun* run) {
                  sent == formula, sent,
                  std::to_string(std::size_t(sent)) + " B measured, N = " +
                      std::to_string(n_params) + " parameters and the loss sum");
+      if (P == group_sizes().back())
+        run->record("data_parallel_losses",
+                    xt::adapt(std::vector<float>(losses.begin(), losses.end())), kLossTolerance,
+                    "C");
       if (P > 1) {
         bytes.push_back({"data parallel", P, sent, formula, 2.0 * (P - 1) / P * formula});
         curves.push_back({curves[0].x, losses, std::to_string(P) + " ranks"});
@@ -423,6 +432,8 @@ void body(workbench::VerifyRun* run) {
       }
     }
   }
+
+  if (comparing) return;
 
   // ---- What a ring all-reduce really sends ----
   if (world > 1) {
@@ -567,10 +578,10 @@ int main(int argc, char** argv) {
   if (world_rank() == 0) {
     bool started = false;
     status = lab_setup::run(argc, argv, lab_setup::kSeed, config, [&](workbench::VerifyRun& run) {
-      int go = 1;
+      int go = run.comparing() ? 2 : 1;
       started = true;
       MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
-      body(&run);
+      body(&run, run.comparing());
     });
     if (!started) {  // --help or a bad option: the others need not run
       int go = 0;
@@ -582,7 +593,7 @@ int main(int argc, char** argv) {
     int go = 0;
     MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
     try {
-      if (go) body(nullptr);
+      if (go) body(nullptr, go == 2);
     } catch (const minimodel::Todo&) {
       status = 1;  // every rank meets the same stub; rank 0 names it
     } catch (const std::exception& e) {
