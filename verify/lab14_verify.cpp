@@ -497,7 +497,7 @@ void body(workbench::VerifyRun* run, bool comparing) {
     print("  tensor parallel: T " + std::to_string(kTimeT) + ", d_model " + std::to_string(kTimeD) +
           ", " + std::to_string(kTimeHeads) + " heads; ring: one head of 64 over T " +
           std::to_string(kTimeRingT) +
-          ", zig-zag; data parallel: a step of lab 10's model on a batch of " +
+          ", zig-zag; data parallel: one step's gradients of lab 10's model on a batch of " +
           std::to_string(kTimeBatch) + ".");
     minimodel::MultiHeadAttention layer(kTimeD, kTimeHeads, lab_setup::kSeed + 7);
     const Tensor2 x = normal(kTimeT, kTimeD, lab_setup::kSeed + 8);
