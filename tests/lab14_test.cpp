@@ -287,11 +287,11 @@ TEST_F(RingAttention, EqualsLab02sCausalAttentionOnOneTwoAndFourRanks) {
 }
 
 TEST_F(RingAttention, IsStableForLargeScores) {
-  // Queries 40 times larger: scores up to about 200 / sqrt(8), whose exp overflows float32 (above
-  // 88) unless the running max is subtracted. A score near 70 carries float32 rounding of about
-  // 1e-5 (its dot products are added in another order than BLAS's), which moves its weight by as
-  // much relative to the others: 1e-4 on outputs of order 1.
-  expect_ring_equals_causal(40.0f, 1e-4);
+  // Queries 40 times larger: scores q·k / sqrt(8) with a standard deviation of 40, the largest
+  // above 100, whose exp overflows float32 (above 88) unless the running max is subtracted. With
+  // it every exponent is <= 0, and the reference stays within 2e-6 of lab 02's attention (the
+  // scores' rounding, relative to their size, moves the weights a little): the labs' 1e-5 holds.
+  expect_ring_equals_causal(40.0f, kTolerance);
 }
 
 TEST_F(RingAttention, SkipsTheTilesAboveTheDiagonal) {
