@@ -89,6 +89,9 @@ function(minimodel_read_registry json_file)
     # Optional: infrastructure the lab's verify program uses beyond lab_setup (lab 10's checkpoints).
     minimodel_json_strings(verify_libraries "${registry}" labs ${i} verify_libraries)
     set(MINIMODEL_LAB_${number}_VERIFY_LIBRARIES ${verify_libraries} PARENT_SCOPE)
+    # Optional: the numbers of MPI ranks a lab's programs run on (lab 14's); such a lab links MPI.
+    minimodel_json_strings(ranks "${registry}" labs ${i} ranks)
+    set(MINIMODEL_LAB_${number}_RANKS ${ranks} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_LEARNER_FILES ${learner} PARENT_SCOPE)
     set(MINIMODEL_LAB_${number}_REFERENCE_FILES ${reference} PARENT_SCOPE)
     # A learner file named *_test.cpp is a test the learner writes: it goes into the lab's test
@@ -136,12 +139,57 @@ function(minimodel_lab_code number)
       add_library(${library} INTERFACE)
       target_link_libraries(${library} INTERFACE minimodel_api ${prerequisites})
     endif()
+    if(MINIMODEL_LAB_${number}_RANKS AND sources)  # its API takes an MPI communicator
+      target_link_libraries(${library} PUBLIC MPI::MPI_CXX)
+    elseif(MINIMODEL_LAB_${number}_RANKS)
+      target_link_libraries(${library} INTERFACE MPI::MPI_CXX)
+    endif()
     target_link_libraries(minimodel_${impl} INTERFACE ${library})
   endforeach()
   get_target_property(type minimodel_learner_lab${number} TYPE)
   if(type STREQUAL "STATIC_LIBRARY")  # the pristine stubs do not use their parameters yet
     target_compile_options(minimodel_learner_lab${number} PRIVATE -Wno-unused-parameter)
   endif()
+endfunction()
+
+# minimodel_mpi_lab_tests(NN IMPL)
+#
+# The tests of a lab whose registry entry lists "ranks" (lab 14's, over MPI): its whole test program
+# once per number of ranks P, as labNN.IMPL.ranksP under `mpiexec -n P --oversubscribe` (the
+# program's tests split MPI_COMM_WORLD into groups of 1, 2 and 4 ranks themselves), and its verify
+# program on the largest P. Each has a time limit, so that a rank left waiting in a collective for
+# one that failed never holds ctest up; OpenMPI's variables let it run as root (CI) and without the
+# cross-memory copies a container may forbid. In the sanitizer builds each run takes tens of seconds
+# (4 ranks at -O0 on 2 cores).
+function(minimodel_mpi_lab_tests number impl)
+  set(lab lab${number})
+  set(environment OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+                  OMPI_MCA_btl_vader_single_copy_mechanism=none)
+  if(MINIMODEL_SANITIZE)  # OpenMPI's leaks at exit are suppressed by library (tests/lsan-suppressions.txt),
+    list(APPEND environment ASAN_OPTIONS=fast_unwind_on_malloc=0)  # whose frames need this unwinder
+  endif()
+  if(impl STREQUAL "learner")
+    set(labels "learner;${lab}")
+  else()
+    set(labels "reference")
+  endif()
+  set(largest 1)
+  foreach(ranks IN LISTS MINIMODEL_LAB_${number}_RANKS)
+    set(test ${lab}.${impl}.ranks${ranks})
+    add_test(NAME ${test} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} --oversubscribe
+                                  $<TARGET_FILE:test-${lab}-${impl}> --gtest_brief=1)
+    set_tests_properties(${test} PROPERTIES LABELS "${labels}" TIMEOUT 120
+                                            ENVIRONMENT "${environment}")
+    if(impl STREQUAL "learner")
+      set_tests_properties(${test} PROPERTIES FIXTURES_REQUIRED ${lab}_learner_built)
+    endif()
+    if(ranks GREATER largest)
+      set(largest ${ranks})
+    endif()
+  endforeach()
+  add_test(NAME ${lab}.${impl}.verify COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${largest}
+                                              --oversubscribe $<TARGET_FILE:verify-${lab}-${impl}>)
+  set_tests_properties(${lab}.${impl}.verify PROPERTIES TIMEOUT 300 ENVIRONMENT "${environment}")
 endfunction()
 
 # minimodel_lab(NN)
@@ -174,6 +222,10 @@ function(minimodel_lab number)
   target_link_libraries(${lab}_verify_objects PUBLIC lab_setup ${MINIMODEL_LAB_${number}_VERIFY_LIBRARIES}
                                               PRIVATE minimodel_warnings minimodel_driver_code)
   minimodel_precompiled_headers(${lab}_verify_objects code)
+  if(MINIMODEL_LAB_${number}_RANKS)
+    target_link_libraries(${lab}_test_objects PUBLIC MPI::MPI_CXX)
+    target_link_libraries(${lab}_verify_objects PUBLIC MPI::MPI_CXX)
+  endif()
   # Its experiment folder, relative to the source tree (workbench::source_dir()).
   target_compile_definitions(${lab}_verify_objects PRIVATE
     MINIMODEL_EXPERIMENT_DIR="${MINIMODEL_LAB_${number}_EXPERIMENT}")
@@ -195,11 +247,17 @@ function(minimodel_lab number)
     endif()
     add_executable(verify-${lab}-${impl})
     target_link_libraries(verify-${lab}-${impl} PRIVATE ${lab}_verify_objects minimodel_${impl}_${lab})
-    add_test(NAME ${lab}.${impl}.verify COMMAND verify-${lab}-${impl})
+    if(MINIMODEL_LAB_${number}_RANKS)
+      minimodel_mpi_lab_tests(${number} ${impl})
+    else()
+      add_test(NAME ${lab}.${impl}.verify COMMAND verify-${lab}-${impl})
+    endif()
   endforeach()
-  minimodel_discover_tests(test-${lab}-learner "${lab}.learner." "learner;${lab}"
-                           "${lab}_learner_built")
-  minimodel_discover_tests(test-${lab}-reference "${lab}.reference." "reference")
+  if(NOT MINIMODEL_LAB_${number}_RANKS)
+    minimodel_discover_tests(test-${lab}-learner "${lab}.learner." "learner;${lab}"
+                             "${lab}_learner_built")
+    minimodel_discover_tests(test-${lab}-reference "${lab}.reference." "reference")
+  endif()
   add_dependencies(reference-checks test-${lab}-reference verify-${lab}-reference)
   add_dependencies(test-workbook-runner verify-${lab}-reference)  # its VerifyOutputs tests run it
   # What the workbook verbs build: labNN-learner, a lab's learner programs, and learner, every
@@ -316,6 +374,9 @@ function(minimodel_lab_mutants number)
     add_library(${code} OBJECT EXCLUDE_FROM_ALL ${sources})
     target_link_libraries(${code} PUBLIC minimodel_api minimodel_tensor minimodel_mutant_name ${prerequisites}
                                          ${MINIMODEL_LAB_${number}_LIBRARIES})
+    if(MINIMODEL_LAB_${number}_RANKS)
+      target_link_libraries(${code} PUBLIC MPI::MPI_CXX)
+    endif()
     # No minimodel_warnings: a mutant's leftovers (an unused `scale`) are the bug, not a defect.
     target_compile_options(${code} PRIVATE $<$<CONFIG:Release>:-O1>)
     foreach(kind IN ITEMS test verify)

@@ -15,6 +15,7 @@ packages=(
   bible-kjv  # lab 12's corpus, the King James Bible (`workbook corpus`)
   ccache  # .ci/run shares objects between its release build and the scratch clone's
   ninja-build  # the maintainers' sanitizer build
+  openmpi-bin libopenmpi-dev  # lab 14: mpiexec and MPI's headers and libraries
 )
 [[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy python3-regex)  # regex: scripts/bench_bpe.py
 

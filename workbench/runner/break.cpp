@@ -82,7 +82,8 @@ struct VerifyOutcome {
 
 // Runs the mutant's verify program, showing its progress lines (lab 10's training: "step 80/1500
 // (5%) …", from verify_frame/step_progress.hpp) as they come, in place on a terminal.
-VerifyOutcome run_verify(const Context& ctx, const std::string& target, const fs::path& out) {
+VerifyOutcome run_verify(const Context& ctx, const Lab& lab, const std::string& target,
+                         const fs::path& out) {
   static const std::regex progress_line(R"(^step \d+/\d+ )");
   std::cout << "running its verify program…\n" << std::flush;
   bool shown = false;
@@ -94,8 +95,8 @@ VerifyOutcome run_verify(const Context& ctx, const std::string& target, const fs
               << std::flush;
     shown = true;
   };
-  const workbench::CapturedRun run =
-      workbench::run_captured(ctx.ws.bin(target).string(), {"--out", out.string()}, options);
+  const auto [program, args] = lab.command(ctx.ws.bin(target).string(), {"--out", out.string()});
+  const workbench::CapturedRun run = workbench::run_captured(program, args, options);
   if (shown && ctx.terminal) std::cout << "\r\033[K" << std::flush;
   VerifyOutcome outcome;
   for (const std::string& line : workbench::split_lines(run.output))
@@ -209,7 +210,7 @@ int break_lab(const Context& ctx, const std::string& number, const std::string& 
   std::cout << "running its tests…\n" << std::flush;
   const LabResult result = run_built_tests(ctx.ws, lab, tests);
   const fs::path artifacts = scratch / "experiment";
-  const VerifyOutcome checks = run_verify(ctx, verify, artifacts);
+  const VerifyOutcome checks = run_verify(ctx, lab, verify, artifacts);
 
   // A lab with a test the learner writes (lab 01's): theirs, alone, on the same mutant.
   std::optional<LabResult> yours;

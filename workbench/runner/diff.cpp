@@ -49,10 +49,10 @@ int diff_lab(const Context& ctx, const std::string& number) {
   workbench::CaptureOptions limited;
   limited.time_limit = time_limit(kDiffTimeLimit);
   auto run = [&](const std::string& program, const std::string& impl) {
-    return workbench::run_captured(
+    const auto [command, args] = lab.command(
         ctx.ws.bin(program).string(),
-        {"--out", (work / impl / "out").string(), "--dump", (work / impl / "dump").string()},
-        limited);
+        {"--out", (work / impl / "out").string(), "--dump", (work / impl / "dump").string()});
+    return workbench::run_captured(command, args, limited);
   };
   const workbench::CapturedRun ref_run = run(reference, "reference");
   const workbench::CapturedRun learner_run = run(learner, "learner");

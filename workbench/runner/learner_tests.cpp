@@ -251,8 +251,8 @@ LabResult run_built_tests(const Workspace& ws, const Lab& lab, const std::string
   std::vector<std::string> args = {"--gtest_output=json:" + report.string()};
   if (!gtest_filter.empty()) args.push_back("--gtest_filter=" + gtest_filter);
   if (fail_fast) args.push_back("--gtest_fail_fast");
-  const workbench::CapturedRun run =
-      workbench::run_captured(ws.bin(target).string(), args, options);
+  const auto [program, command_args] = lab.command(ws.bin(target).string(), args);
+  const workbench::CapturedRun run = workbench::run_captured(program, command_args, options);
   const std::string last = last_test_started(run.output);  // running when it stopped
   if (run.status.timed_out)
     result.problem = "lab " + lab.number + "'s tests ran past the " +

@@ -1,6 +1,9 @@
 #include "runner/registry.hpp"
 
+#include <unistd.h>  // geteuid
+
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -51,6 +54,18 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
                                learner_root);
     lab.reference_files.push_back(reference_root + file.substr(learner_root.size()));
   }
+  if (entry.contains("ranks")) {  // checked before any conversion: a float would overflow an int
+    const nlohmann::json& ranks = entry.at("ranks");
+    if (!ranks.is_array())
+      throw std::runtime_error("lab " + lab.number + ": ranks is not a list of numbers");
+    for (const nlohmann::json& count : ranks) {
+      if (!count.is_number_unsigned() || count.get<std::uint64_t>() < 1 ||
+          count.get<std::uint64_t>() > 64)
+        throw std::runtime_error("lab " + lab.number + ": ranks " + count.dump() +
+                                 " is not a number of ranks from 1 to 64");
+      lab.ranks.push_back(static_cast<int>(count.get<std::uint64_t>()));
+    }
+  }
   for (const auto& block : entry.at("blocks"))
     lab.blocks.push_back({block.at("id").get<std::string>(), block.at("title").get<std::string>(),
                           block.at("tests").get<std::vector<std::string>>()});
@@ -64,6 +79,29 @@ Lab lab_from(const nlohmann::json& entry, const nlohmann::json& layout) {
 }
 
 }  // namespace
+
+std::pair<std::string, std::vector<std::string>> Lab::command(const std::string& program,
+                                                              std::vector<std::string> args) const {
+  if (ranks.empty()) return {program, std::move(args)};
+  // OpenMPI refuses to start as root unless told (CI runs as root); a container may forbid the
+  // cross-memory copies of its shared-memory transport, which then copies through a buffer.
+  std::vector<std::string> mpi = {"-n",
+                                  std::to_string(*std::max_element(ranks.begin(), ranks.end())),
+                                  "--oversubscribe",
+                                  "--mca",
+                                  "btl_vader_single_copy_mechanism",
+                                  "none"};
+  if (geteuid() == 0) mpi.push_back("--allow-run-as-root");
+  // In a sanitizer build, OpenMPI's leaks at exit are suppressed by library, whose frames only the
+  // slow unwinder finds (tests/lsan-suppressions.txt); without AddressSanitizer nothing reads it.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  mpi.insert(mpi.end(), {"-x", (asan && *asan ? "ASAN_OPTIONS=" + std::string(asan) + ":"
+                                              : std::string("ASAN_OPTIONS=")) +
+                                   "fast_unwind_on_malloc=0"});
+  mpi.push_back(program);
+  mpi.insert(mpi.end(), args.begin(), args.end());
+  return {"mpiexec", mpi};
+}
 
 std::string Lab::block_for(const std::string& test, const std::string& message) const {
   if (const auto todo = todo_in(message); todo && todo->first == number) return todo->second;

@@ -39,6 +39,7 @@ struct Lab {
   std::vector<std::string> learner_files;    ///< "src/minimodel/attention/scaled_dot_product.cpp"
   std::vector<std::string> reference_files;  ///< the same under solutions/
   std::vector<Block> blocks;
+  std::vector<int> ranks;  ///< the MPI ranks its programs run on (lab 14's 1, 2, 4); empty: no MPI
 
   // Paths relative to the repository, from the registry's layout.
   std::string text;        ///< "labs/00-attention-by-hand.md"
@@ -64,6 +65,11 @@ struct Lab {
   }
   /// The target that builds the learner's test and verify programs: "lab00-learner".
   std::string learner_target() const { return "lab" + number + "-learner"; }
+  /// How to run one of the lab's programs: `program` with `args` itself, or, for a lab with ranks,
+  /// under `mpiexec -n <its largest number of ranks> --oversubscribe` (whose tests split the ranks
+  /// into the smaller groups themselves). Returns {program, args}.
+  std::pair<std::string, std::vector<std::string>> command(const std::string& program,
+                                                           std::vector<std::string> args) const;
   /// The block a failing test belongs to: named by its TODO message, or by the registry.
   /// Empty if neither says.
   std::string block_for(const std::string& test, const std::string& message) const;

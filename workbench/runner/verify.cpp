@@ -21,7 +21,8 @@ int verify_lab(const Context& ctx, const std::string& number, const std::string&
   workbench::CaptureOptions echo;
   echo.on_line = [](const std::string& line) { std::cout << line << '\n' << std::flush; };
   echo.time_limit = time_limit(kVerifyTimeLimit);
-  const workbench::CapturedRun run = workbench::run_captured(ctx.ws.bin(target).string(), {}, echo);
+  const auto [program, args] = lab.command(ctx.ws.bin(target).string(), {});
+  const workbench::CapturedRun run = workbench::run_captured(program, args, echo);
   const workbench::ProcessStatus& status = run.status;
   if (crashed(status)) {
     std::cout << ctx.red(target + " " + how_it_ended(status, echo.time_limit)) << '\n';

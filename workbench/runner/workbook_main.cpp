@@ -92,6 +92,18 @@ workbook::Context make_context(const std::string& repo, const std::string& build
   ctx.terminal =
       isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR") && !(term && std::string(term) == "dumb");
   ctx.labs = workbook::load_registry(ctx.ws.repo);
+  // In a sanitizer build, the leaks that are known and not the learner's (fontconfig's caches,
+  // OpenMPI's tables) are suppressed, as the debug test preset does; a learner's own
+  // LSAN_OPTIONS suppressions win.
+  const std::filesystem::path suppressions = ctx.ws.repo / "tests" / "lsan-suppressions.txt";
+  const char* lsan = std::getenv("LSAN_OPTIONS");
+  if (std::filesystem::exists(suppressions) &&
+      std::string(lsan ? lsan : "").find("suppressions=") == std::string::npos)
+    setenv(
+        "LSAN_OPTIONS",
+        ((lsan && *lsan ? std::string(lsan) + ":" : "") + "suppressions=" + suppressions.string())
+            .c_str(),
+        1);
   return ctx;
 }
 
