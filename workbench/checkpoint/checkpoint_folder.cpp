@@ -173,8 +173,7 @@ nlohmann::json read_checkpoint_config(const fs::path& dir, const std::string& fo
     throw std::runtime_error(config_file.string() + " is not valid JSON: " + e.what());
   }
   if (!json.is_object() || json.value("format", nlohmann::json()) != format)
-    throw std::runtime_error(config_file.string() + " does not say \"format\": \"" + format +
-                             "\"");
+    throw std::runtime_error(config_file.string() + " does not say \"format\": \"" + format + "\"");
   return json;
 }
 
