@@ -259,10 +259,10 @@ GptCheckpoint load_gpt_checkpoint(const fs::path& dir) {
                              "h0.attn.w_q, …, ln_f.gain, ln_f.bias");
 
   // 2. The optimiser, the schedule and the batches' settings.
-  checkpoint.adamw.beta1 = float(read.number("optimizer", "beta1"));
-  checkpoint.adamw.beta2 = float(read.number("optimizer", "beta2"));
-  checkpoint.adamw.eps = float(read.number("optimizer", "eps"));
-  checkpoint.adamw.weight_decay = float(read.number("optimizer", "weight_decay"));
+  checkpoint.adamw.beta1 = read.number("optimizer", "beta1");
+  checkpoint.adamw.beta2 = read.number("optimizer", "beta2");
+  checkpoint.adamw.eps = read.number("optimizer", "eps");
+  checkpoint.adamw.weight_decay = read.number("optimizer", "weight_decay");
   checkpoint.step = read.size("optimizer", "step");
   minimodel::LrSchedule& schedule = checkpoint.train.schedule;
   schedule.lr_max = read.number("schedule", "lr_max");
