@@ -291,6 +291,12 @@ TEST_F(GptCheckpointTest, AConfigThatDisagreesWithItselfOrTheFilesIsNamed) {
   trained(2);
   rewrite_config([](nlohmann::json& c) { c["model"]["d_model"] = 1ull << 40; });
   EXPECT_TRUE(throws_naming([&] { load_gpt_checkpoint(dir()); }, {"config.json", "model"}));
+  trained(2);  // each size plausible, their product a model of 2^30 parameters: refused unbuilt
+  rewrite_config([](nlohmann::json& c) {
+    c["model"]["vocab"] = 1 << 20;
+    c["model"]["d_model"] = 1 << 10;
+  });
+  EXPECT_TRUE(throws_naming([&] { load_gpt_checkpoint(dir()); }, {"config.json", "parameters"}));
   trained(2);
   rewrite_config([](nlohmann::json& c) { c["training"]["length"] = 17; });
   EXPECT_TRUE(throws_naming([&] { load_gpt_checkpoint(dir()); }, {"length", "max_len is 16"}));

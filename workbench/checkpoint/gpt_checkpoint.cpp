@@ -237,11 +237,14 @@ GptCheckpoint load_gpt_checkpoint(const fs::path& dir) {
     if (size > kMaxSize)
       throw std::runtime_error(config_file.string() + ": \"model\" has a size above " +
                                std::to_string(kMaxSize) + ", " + std::to_string(size));
-  if (config.vocab * config.d_model > (std::size_t{1} << 28) ||
-      config.max_len * config.d_model > (std::size_t{1} << 28) ||
-      config.d_model * config.d_model * config.n_layers > (std::size_t{1} << 30))
-    throw std::runtime_error(config_file.string() + ": \"model\" makes a model of more than a " +
-                             "billion parameters, which no checkpoint of this workbook holds");
+  const std::size_t d = config.d_model;
+  const std::size_t parameters =
+      (config.vocab + config.max_len) * d + config.n_layers * (12 * d * d + 13 * d) + 2 * d;
+  if (parameters > (std::size_t{1} << 27))
+    throw std::runtime_error(config_file.string() + ": \"model\" makes a model of " +
+                             std::to_string(parameters) +
+                             " parameters, more than the 134,217,728 any checkpoint of this "
+                             "workbook holds");
   try {
     checkpoint.params = minimodel::zero_gpt<float>(config);
   } catch (const std::invalid_argument& e) {
