@@ -484,12 +484,15 @@ int main(int argc, char** argv) {
     run.check("the first batch's loss is log V's, as an untrained model's should be",
               std::fabs(first_loss - log_v) < 0.1, first_loss,
               format("%.3f", first_loss) + " vs log V = " + format("%.3f", log_v));
-    // Full mode: the reference reaches about half of log V in five minutes (see solutions/13);
-    // 0.6 log V leaves room for a slower machine. Short mode: forty steps of a tiny model learn
-    // the unigram frequencies, a fall of more than a nat.
-    const double target = short_run ? initial.loss - 1.0 : 0.6 * log_v;
+    // Full mode: below a unigram model of the training books' tokens, the best a model can do
+    // that ignores every token before the one it predicts; so the model uses its context. The
+    // reference passes it near step 50 even on a loaded machine, and ends some 1.6 nats below it
+    // (solutions/13-gpt.md), so a correct but slower implementation passes too. The step count
+    // is not checked: it depends on the machine. Short mode: a tiny model's 120 steps learn the
+    // frequencies, a fall of more than a nat (forty steps suffice).
+    const double target = short_run ? initial.loss - 1.0 : unigram_loss;
     run.check(short_run ? "the validation loss falls by more than a nat"
-                        : "the validation loss falls below 0.6 log V",
+                        : "the validation loss is below a unigram model's: the model uses context",
               final_eval.loss < target, final_eval.loss,
               "validation " + format("%.3f", final_eval.loss) + " (from " +
                   format("%.3f", initial.loss) + ") < " + format("%.3f", target) + "; " +
@@ -716,13 +719,22 @@ int main(int argc, char** argv) {
     workbench::render_heatmaps(run.artifact("attention.png"), attention);
 
     workbench::BarChart bars;
+    // The untrained model's heads spread their weight evenly; their mean scores, in the x label,
+    // are the level a head must rise above to be named. No fixed top: real scores can be small.
+    double untrained_previous = 0, untrained_induction = 0;
+    for (std::size_t l = 0; l < model.n_layers; ++l)
+      for (std::size_t h = 0; h < model.n_heads; ++h) {
+        untrained_previous += untrained.previous[l][h] / double(model.n_layers * model.n_heads);
+        untrained_induction += untrained.induction[l][h] / double(model.n_layers * model.n_heads);
+      }
     bars.title = "Lab 13: what each trained head attends to (Ruth 4:18-22 and Daniel 3, held out)";
-    bars.x_label = "head (layer, head)";
+    bars.x_label = "head (layer, head); untrained heads score " +
+                   format("%.3f", untrained_previous) + " and " +
+                   format("%.3f", untrained_induction) + " on average";
     bars.y_label = "mean attention weight";
     bars.categories = head_names;
     bars.series = {{previous_bars, "previous-token score (key t - 1)"},
                    {induction_bars, "induction score (key after the earlier occurrence)"}};
-    bars.y_max = 1.0;
     workbench::render_bar_chart(run.artifact("head_scores.png"), bars);
   });
 }
