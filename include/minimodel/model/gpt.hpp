@@ -235,8 +235,9 @@ struct GptBlockTape {
   Matrix<Real> out;  ///< (N, d): mid + mlp(ln_2(mid))
   // gpt_block_backward's workspace and result
   Matrix<Real> d_mid, d_ln, d_q, d_k, d_v, d_merged;  ///< (N, d) each
-  Matrix<Real> d_scores;                              ///< (T, T): one (sequence, head) at a time
-  Matrix<Real> dx;                                    ///< (N, d): dL/dx, the result
+  Matrix<Real>
+      d_scores;     ///< (T, T) per (sequence, head) at work: the reference keeps one per thread
+  Matrix<Real> dx;  ///< (N, d): dL/dx, the result
 };
 
 /// What gpt_forward keeps for gpt_backward, and the logits it returns. Keep one across steps: a
@@ -482,7 +483,8 @@ double bits_per_byte(double total_nats, std::size_t bytes);
 
 /// Block C. The mean loss over windows of T + 1 tokens of `stream` starting at 0, T, 2T, … (every
 /// token after the first predicted once), at most max_windows of them, run `batch` windows at a
-/// time (fewer for the last). token_bytes[id], if not empty, is token id's length in bytes, which
+/// time (fewer for the last: pass a max_windows that is a multiple of batch to keep the tape's
+/// shape, and so its buffers). token_bytes[id], if not empty, is token id's length in bytes, which
 /// gives bytes and bits_per_byte.
 /// @throws std::invalid_argument if T is 0 or above max_len, batch is 0, the stream has fewer than
 ///         T + 1 tokens, or token_bytes is neither empty nor of size V.

@@ -14,6 +14,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -51,6 +52,33 @@ void ensure_shape(xt::xtensor<T, R>& tensor, const std::array<std::size_t, R>& s
 template <class T, std::size_t R>
 bool same_shape(const xt::xtensor<T, R>& a, const xt::xtensor<T, R>& b) {
   return std::equal(a.shape().begin(), a.shape().end(), b.shape().begin());
+}
+
+// How many workers parallel_for uses for n items of `work` each (about the floating-point
+// operations of one): as many as OpenBLAS has threads (OPENBLAS_NUM_THREADS), so that the row loops
+// and the attention use the cores the matrix products use, but no more than give each 2^16 of work
+// (a thread costs tens of µs to start: the tests' tiny models stay on one).
+std::size_t worker_count(std::size_t n, std::size_t work) {
+  const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
+  return std::max<std::size_t>(1, std::min(threads, n * work / (std::size_t(1) << 16)));
+}
+
+// body(begin, end, worker) on contiguous chunks of [0, n), one per worker, the calling thread being
+// worker 0. Nothing in a body may throw: inputs are checked before. Each item is computed by one
+// worker in the same order whatever their number, so the results do not depend on it.
+template <class Body>
+void parallel_for(std::size_t n, std::size_t work, const Body& body) {
+  const std::size_t workers = worker_count(n, work);
+  if (workers == 1) {
+    if (n > 0) body(std::size_t(0), n, std::size_t(0));
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (std::size_t w = 1; w < workers; ++w)
+    threads.emplace_back(
+        [&body, n, workers, w] { body(w * n / workers, (w + 1) * n / workers, w); });
+  body(std::size_t(0), n / workers, std::size_t(0));
+  for (std::thread& thread : threads) thread.join();
 }
 
 // out (N, n) = x (N, k) @ w (k, n) + b (n).
@@ -92,23 +120,25 @@ void layer_norm_rows(const Matrix<Real>& x, const Vector<Real>& gain, const Vect
   ensure_shape(norm.normalized, {rows, d});
   ensure_shape(norm.out, {rows, d});
   ensure_shape(norm.inv_std, {rows});
-  for (std::size_t r = 0; r < rows; ++r) {
-    const Real* in = x.data() + r * d;
-    Real* xhat = norm.normalized.data() + r * d;
-    Real* out = norm.out.data() + r * d;
-    Real mean = 0;
-    for (std::size_t j = 0; j < d; ++j) mean += in[j];
-    mean /= Real(d);
-    Real var = 0;
-    for (std::size_t j = 0; j < d; ++j) var += (in[j] - mean) * (in[j] - mean);
-    var /= Real(d);
-    const Real inv_std = Real(1) / std::sqrt(var + Real(kLayerNormEps));
-    norm.inv_std(r) = inv_std;
-    for (std::size_t j = 0; j < d; ++j) {
-      xhat[j] = (in[j] - mean) * inv_std;
-      out[j] = xhat[j] * gain(j) + bias(j);
+  parallel_for(rows, 8 * d, [&](std::size_t first, std::size_t last, std::size_t) {
+    for (std::size_t r = first; r < last; ++r) {
+      const Real* in = x.data() + r * d;
+      Real* xhat = norm.normalized.data() + r * d;
+      Real* out = norm.out.data() + r * d;
+      Real mean = 0;
+      for (std::size_t j = 0; j < d; ++j) mean += in[j];
+      mean /= Real(d);
+      Real var = 0;
+      for (std::size_t j = 0; j < d; ++j) var += (in[j] - mean) * (in[j] - mean);
+      var /= Real(d);
+      const Real inv_std = Real(1) / std::sqrt(var + Real(kLayerNormEps));
+      norm.inv_std(r) = inv_std;
+      for (std::size_t j = 0; j < d; ++j) {
+        xhat[j] = (in[j] - mean) * inv_std;
+        out[j] = xhat[j] * gain(j) + bias(j);
+      }
     }
-  }
+  });
 }
 
 // From d_y (N, d) of LayerNorm's output: d_gain = Σ d_y ⊙ x̂, d_bias = Σ d_y (written), and dx +=
@@ -166,14 +196,16 @@ void gelu_rows(const Matrix<Real>& h, Matrix<Real>& g) {
   if constexpr (std::is_same_v<Real, float>) {
     const std::size_t rows = h.shape(0), cols = h.shape(1);
     const float c = 0.7978845608028654f;
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* x = h.data() + r * cols;
-      float* e = g.data() + r * cols;
-      for (std::size_t j = 0; j < cols; ++j)
-        e[j] = -2.0f * c * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
-      simd::exponentiate_row(e, cols, 0.0f);  // exp(−2u)
-      for (std::size_t j = 0; j < cols; ++j) e[j] = x[j] / (1.0f + e[j]);
-    }
+    parallel_for(rows, 16 * cols, [&](std::size_t first, std::size_t last, std::size_t) {
+      for (std::size_t r = first; r < last; ++r) {
+        const float* x = h.data() + r * cols;
+        float* e = g.data() + r * cols;
+        for (std::size_t j = 0; j < cols; ++j)
+          e[j] = -2.0f * c * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
+        simd::exponentiate_row(e, cols, 0.0f);  // exp(−2u)
+        for (std::size_t j = 0; j < cols; ++j) e[j] = x[j] / (1.0f + e[j]);
+      }
+    });
   } else {
     std::transform(h.begin(), h.end(), g.begin(), gelu_at<Real>);
   }
@@ -186,19 +218,21 @@ void gelu_backward_rows(const Matrix<Real>& h, Matrix<Real>& d_g) {
   if constexpr (std::is_same_v<Real, float>) {
     const std::size_t rows = h.shape(0), cols = h.shape(1);
     const float c = 0.7978845608028654f;
-    std::vector<float> sigma(cols);  // one row of σ(2u): 2 KiB, not a per-step buffer of (N, k)
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* x = h.data() + r * cols;
-      float* d = d_g.data() + r * cols;
-      for (std::size_t j = 0; j < cols; ++j)
-        sigma[j] = -2.0f * c * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
-      simd::exponentiate_row(sigma.data(), cols, 0.0f);
-      for (std::size_t j = 0; j < cols; ++j) {
-        const float s = 1.0f / (1.0f + sigma[j]);
-        const float du = c * (1.0f + 3.0f * 0.044715f * x[j] * x[j]);
-        d[j] *= s + 2.0f * x[j] * s * (1.0f - s) * du;
+    parallel_for(rows, 16 * cols, [&](std::size_t first, std::size_t last, std::size_t) {
+      std::vector<float> sigma(cols);  // one row of σ(2u): 2 KiB, not a per-step buffer of (N, k)
+      for (std::size_t r = first; r < last; ++r) {
+        const float* x = h.data() + r * cols;
+        float* d = d_g.data() + r * cols;
+        for (std::size_t j = 0; j < cols; ++j)
+          sigma[j] = -2.0f * c * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
+        simd::exponentiate_row(sigma.data(), cols, 0.0f);
+        for (std::size_t j = 0; j < cols; ++j) {
+          const float s = 1.0f / (1.0f + sigma[j]);
+          const float du = c * (1.0f + 3.0f * 0.044715f * x[j] * x[j]);
+          d[j] *= s + 2.0f * x[j] * s * (1.0f - s) * du;
+        }
       }
-    }
+    });
   } else {
     for (std::size_t i = 0; i < h.size(); ++i) d_g.data()[i] *= gelu_grad_at(h.data()[i]);
   }
@@ -227,8 +261,9 @@ void attention_forward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
   const Real scale = Real(1) / std::sqrt(Real(dh));
   ensure_shape(tape.probs, {B, n_heads, T, T});
   ensure_shape(tape.merged, {B * T, d});
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t h = 0; h < n_heads; ++h) {
+  parallel_for(B * n_heads, 2 * T * T * dh, [&](std::size_t first, std::size_t last, std::size_t) {
+    for (std::size_t bh = first; bh < last; ++bh) {
+      const std::size_t b = bh / n_heads, h = bh % n_heads;
       const std::size_t offset = b * T * d + h * dh;  // row 0 of sequence b, column block h
       const Real *q = tape.q.data() + offset, *k = tape.k.data() + offset,
                  *v = tape.v.data() + offset;
@@ -248,6 +283,7 @@ void attention_forward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
         gemm<Real>(false, false, rows, dh, keys, 1, probs + r0 * T, T, v, d, 0, out + r0 * d, d);
       }
     }
+  });
 }
 
 // From d_merged (N, d): d_q, d_k, d_v (N, d), every (sequence, head) in tiles as the forward.
@@ -258,37 +294,42 @@ void attention_backward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
   for (Matrix<Real>* m : {&tape.d_q, &tape.d_k, &tape.d_v}) ensure_shape(*m, {B * T, d});
   std::fill(tape.d_k.begin(), tape.d_k.end(), Real(0));
   std::fill(tape.d_v.begin(), tape.d_v.end(), Real(0));
-  ensure_shape(tape.d_scores, {T, T});
-  Real* ds = tape.d_scores.data();
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t h = 0; h < n_heads; ++h) {
-      const std::size_t offset = b * T * d + h * dh;
-      const Real *q = tape.q.data() + offset, *k = tape.k.data() + offset,
-                 *v = tape.v.data() + offset, *d_out = tape.d_merged.data() + offset;
-      const Real* probs = tape.probs.data() + (b * n_heads + h) * T * T;
-      Real *dq = tape.d_q.data() + offset, *dk = tape.d_k.data() + offset,
-           *dv = tape.d_v.data() + offset;
-      for (std::size_t r0 = 0; r0 < T; r0 += kTile) {
-        const std::size_t rows = std::min(kTile, T - r0), keys = r0 + rows;
-        // dv[0 … keys) += probs[r0 …, 0 … keys)ᵀ d_out[r0 …]
-        gemm<Real>(true, false, keys, dh, rows, 1, probs + r0 * T, T, d_out + r0 * d, d, 1, dv, d);
-        // d_probs (rows, keys) = d_out[r0 …] v[0 … keys)ᵀ, into d_scores' rows
-        gemm<Real>(false, true, rows, keys, dh, 1, d_out + r0 * d, d, v, d, 0, ds + r0 * T, T);
-        // d_scores = probs ⊙ (d_probs − Σ d_probs ⊙ probs) · scale, on the visible keys
-        for (std::size_t i = 0; i < rows; ++i) {
-          const std::size_t t = r0 + i;
-          const Real* p = probs + t * T;
-          Real* g = ds + t * T;
-          Real dot = 0;
-          for (std::size_t s = 0; s <= t; ++s) dot += g[s] * p[s];
-          for (std::size_t s = 0; s <= t; ++s) g[s] = p[s] * (g[s] - dot) * scale;
-          std::fill(g + t + 1, g + keys, Real(0));
+  ensure_shape(tape.d_scores,
+               {worker_count(B * n_heads, 4 * T * T * dh) * T, T});  // (T, T) per worker
+  parallel_for(
+      B * n_heads, 4 * T * T * dh, [&](std::size_t first, std::size_t last, std::size_t worker) {
+        Real* ds = tape.d_scores.data() + worker * T * T;
+        for (std::size_t bh = first; bh < last; ++bh) {
+          const std::size_t b = bh / n_heads, h = bh % n_heads;
+          const std::size_t offset = b * T * d + h * dh;
+          const Real *q = tape.q.data() + offset, *k = tape.k.data() + offset,
+                     *v = tape.v.data() + offset, *d_out = tape.d_merged.data() + offset;
+          const Real* probs = tape.probs.data() + (b * n_heads + h) * T * T;
+          Real *dq = tape.d_q.data() + offset, *dk = tape.d_k.data() + offset,
+               *dv = tape.d_v.data() + offset;
+          for (std::size_t r0 = 0; r0 < T; r0 += kTile) {
+            const std::size_t rows = std::min(kTile, T - r0), keys = r0 + rows;
+            // dv[0 … keys) += probs[r0 …, 0 … keys)ᵀ d_out[r0 …]
+            gemm<Real>(true, false, keys, dh, rows, 1, probs + r0 * T, T, d_out + r0 * d, d, 1, dv,
+                       d);
+            // d_probs (rows, keys) = d_out[r0 …] v[0 … keys)ᵀ, into d_scores' rows
+            gemm<Real>(false, true, rows, keys, dh, 1, d_out + r0 * d, d, v, d, 0, ds + r0 * T, T);
+            // d_scores = probs ⊙ (d_probs − Σ d_probs ⊙ probs) · scale, on the visible keys
+            for (std::size_t i = 0; i < rows; ++i) {
+              const std::size_t t = r0 + i;
+              const Real* p = probs + t * T;
+              Real* g = ds + t * T;
+              Real dot = 0;
+              for (std::size_t s = 0; s <= t; ++s) dot += g[s] * p[s];
+              for (std::size_t s = 0; s <= t; ++s) g[s] = p[s] * (g[s] - dot) * scale;
+              std::fill(g + t + 1, g + keys, Real(0));
+            }
+            // dq[r0 …] = d_scores (rows, keys) k[0 … keys);  dk[0 … keys) += d_scoresᵀ q[r0 …]
+            gemm<Real>(false, false, rows, dh, keys, 1, ds + r0 * T, T, k, d, 0, dq + r0 * d, d);
+            gemm<Real>(true, false, keys, dh, rows, 1, ds + r0 * T, T, q + r0 * d, d, 1, dk, d);
+          }
         }
-        // dq[r0 …] = d_scores (rows, keys) k[0 … keys);  dk[0 … keys) += d_scoresᵀ q[r0 …]
-        gemm<Real>(false, false, rows, dh, keys, 1, ds + r0 * T, T, k, d, 0, dq + r0 * d, d);
-        gemm<Real>(true, false, keys, dh, rows, 1, ds + r0 * T, T, q + r0 * d, d, 1, dk, d);
-      }
-    }
+      });
 }
 
 template <class Real>
@@ -541,34 +582,39 @@ Real cross_entropy(const xt::xtensor<Real, 3>& logits, const BatchTokens& target
     throw std::invalid_argument("cross_entropy: logits are " + shape_of(logits) +
                                 " but targets are " + shape_of(targets) +
                                 "; targets must be (B, T) of the logits");
-  ensure_shape(d_logits, {B, T, V});
-  const Real inv_count = Real(1) / Real(B * T);
-  double total = 0;
-  for (std::size_t r = 0; r < B * T; ++r) {
-    const TokenId target = targets.data()[r];
-    if (target < 0 || std::size_t(target) >= V)
-      throw std::invalid_argument("cross_entropy: target " + std::to_string(target) + " at (" +
-                                  std::to_string(r / T) + ", " + std::to_string(r % T) +
+  for (std::size_t r = 0; r < B * T; ++r)
+    if (targets.data()[r] < 0 || std::size_t(targets.data()[r]) >= V)
+      throw std::invalid_argument("cross_entropy: target " + std::to_string(targets.data()[r]) +
+                                  " at (" + std::to_string(r / T) + ", " + std::to_string(r % T) +
                                   ") but the logits are " + shape_of(logits) + ": V is " +
                                   std::to_string(V));
-    const Real* row = logits.data() + r * V;
-    Real* grad = d_logits.data() + r * V;
-    std::copy(row, row + V, grad);
-    // −log softmax = log Σ exp(l − max) − (l_target − max), the softmax left in grad
-    Real top, sum;
-    if constexpr (std::is_same_v<Real, float>) {
-      top = simd::row_max(grad, V);
-      sum = simd::exponentiate_row(grad, V, top);
-    } else {
-      top = *std::max_element(grad, grad + V);
-      sum = 0;
-      for (std::size_t j = 0; j < V; ++j) sum += grad[j] = std::exp(grad[j] - top);
+  ensure_shape(d_logits, {B, T, V});
+  const Real inv_count = Real(1) / Real(B * T);
+  std::vector<double> losses(B * T);  // summed in order after the rows: one result for any workers
+  parallel_for(B * T, 4 * V, [&](std::size_t first, std::size_t last, std::size_t) {
+    for (std::size_t r = first; r < last; ++r) {
+      const std::size_t target = std::size_t(targets.data()[r]);
+      const Real* row = logits.data() + r * V;
+      Real* grad = d_logits.data() + r * V;
+      std::copy(row, row + V, grad);
+      // −log softmax = log Σ exp(l − max) − (l_target − max), the softmax left in grad
+      Real top, sum;
+      if constexpr (std::is_same_v<Real, float>) {
+        top = simd::row_max(grad, V);
+        sum = simd::exponentiate_row(grad, V, top);
+      } else {
+        top = *std::max_element(grad, grad + V);
+        sum = 0;
+        for (std::size_t j = 0; j < V; ++j) sum += grad[j] = std::exp(grad[j] - top);
+      }
+      losses[r] = double(std::log(sum)) - double(row[target] - top);
+      const Real scale = inv_count / sum;
+      for (std::size_t j = 0; j < V; ++j) grad[j] *= scale;
+      grad[target] -= inv_count;
     }
-    total += double(std::log(sum)) - double(row[target] - top);
-    const Real scale = inv_count / sum;
-    for (std::size_t j = 0; j < V; ++j) grad[j] *= scale;
-    grad[target] -= inv_count;
-  }
+  });
+  double total = 0;
+  for (const double loss : losses) total += loss;
   return Real(total / double(B * T));
 }
 

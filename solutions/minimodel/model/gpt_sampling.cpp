@@ -1,6 +1,9 @@
 // Lab 13, Block D: sampling with temperature, top-k and top-p, and generation one token at a time
 // through a KV cache. Reference solution.
+#include <cblas.h>
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -26,15 +29,12 @@ void layer_norm_row(const float* x, const Vector<float>& gain, const Vector<floa
   for (std::size_t j = 0; j < d; ++j) out[j] = (x[j] - mean) * inv_std * gain(j) + bias(j);
 }
 
-// out (n) = x (k) @ w (k, n) + b (n).
+// out (n) = x (k) @ w (k, n) + b (n): one matrix-vector product, wᵀ x.
 void row_times(const float* x, const Matrix<float>& w, const Vector<float>& b, float* out) {
   const std::size_t k = w.shape(0), n = w.shape(1);
   std::copy(b.begin(), b.end(), out);
-  for (std::size_t i = 0; i < k; ++i) {
-    const float xi = x[i];
-    const float* row = w.data() + i * n;
-    for (std::size_t j = 0; j < n; ++j) out[j] += xi * row[j];
-  }
+  cblas_sgemv(CblasRowMajor, CblasTrans, int(k), int(n), 1.0f, w.data(), int(n), x, 1, 1.0f, out,
+              1);
 }
 
 }  // namespace
@@ -66,13 +66,15 @@ Vector<float> sampling_distribution(const Vector<float>& logits, const SamplingO
     sum += p(i);
   }
   for (float& x : p) x = float(x / sum);
-  // the tokens from most to least likely, ties toward the lower id
-  std::vector<std::size_t> order(V);
-  std::iota(order.begin(), order.end(), std::size_t(0));
-  std::stable_sort(order.begin(), order.end(),
-                   [&p](std::size_t a, std::size_t b) { return p(a) > p(b); });
+  if (options.top_k == 0 && options.top_p == 1.0f) return p;  // nothing to cut
+  // the tokens from most to least likely, ties toward the lower id (only the top k need sorting)
   std::size_t kept = V;
   if (options.top_k > 0 && options.top_k < V) kept = options.top_k;
+  std::vector<std::size_t> order(V);
+  std::iota(order.begin(), order.end(), std::size_t(0));
+  std::partial_sort(
+      order.begin(), order.begin() + std::ptrdiff_t(kept), order.end(),
+      [&p](std::size_t a, std::size_t b) { return p(a) > p(b) || (p(a) == p(b) && a < b); });
   // top-p: the shortest prefix (of the kept) whose probability reaches top_p of the kept total
   double kept_total = 0;
   for (std::size_t i = 0; i < kept; ++i) kept_total += p(order[i]);
@@ -160,13 +162,9 @@ Vector<float> gpt_decode_step(const GptParams<float>& params, TokenId token, Gpt
     for (std::size_t j = 0; j < d; ++j) x[j] += out(0, j);
   }
   layer_norm_row(x.data(), params.ln_f_gain, params.ln_f_bias, ln.data(), d);
-  Vector<float> logits = xt::zeros<float>({V});
-  for (std::size_t t = 0; t < V; ++t) {
-    const float* row = params.wte.data() + t * d;
-    float dot = 0;
-    for (std::size_t j = 0; j < d; ++j) dot += ln[j] * row[j];
-    logits(t) = dot;
-  }
+  Vector<float> logits = xt::zeros<float>({V});  // wte (V, d) ln_f(x): the tied unembedding
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, int(V), int(d), 1.0f, params.wte.data(), int(d),
+              ln.data(), 1, 0.0f, logits.data(), 1);
   ++cache.length;
   return logits;
 }
