@@ -64,7 +64,6 @@ def timed(call, repetitions, warmup=1):
 
 def torch_sampler(model, torch):
     """Greedy decoding with and without a KV cache of its own: functions (prompt, new) -> tokens."""
-    F = torch.nn.functional
 
     def step_cached(token, position, cache):
         # token: int; cache: per layer [k (1, H, t, d_head), v (1, H, t, d_head)] -> logits (V,)
