@@ -360,12 +360,13 @@ void gpt_backward(const GptParams<Real>& params, GptTape<Real>& tape,
 
 // ---- Block B: the optimiser ---------------------------------------------------------------------
 
-/// AdamW's settings, torch.optim.AdamW's names; the defaults are GPT-2's (nanoGPT's).
+/// AdamW's settings, torch.optim.AdamW's names; the defaults are GPT-2's (nanoGPT's). Doubles, as
+/// torch's Python floats: the update computes its scalars in double and uses them as float.
 struct AdamWOptions {
-  float beta1 = 0.9f;
-  float beta2 = 0.95f;
-  float eps = 1e-8f;
-  float weight_decay = 0.1f;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
 };
 
 /// Block B. AdamW over a list of tensors, as torch.optim.AdamW (decoupled weight decay), keeping
