@@ -28,10 +28,10 @@ table and PASS or FAIL for three checks:
       about ±lr whatever the size of its gradient, so a rounding-sized gradient flips a sign).
   (c) AdamW alone: torch.optim.AdamW at the schedule's learning rate, fed the gradients our
       AdamW was given in the first ADAMW_STEPS steps (after our clipping: (a)'s table compares
-      the norms before it), must produce our parameters after each of those steps to
-      ADAMW_ULPS_PER_STEP units in the last place of each parameter (the larger of its values
-      before and after the step) per step so far (float32
-      roundings only: a missing decay or bias correction shows as thousands of ulps).
+      the norms before it), must produce our parameters after each of those steps within a bound
+      of float32 rounding computed per element from the sizes of the update's operands
+      (ADAMW_ROUNDINGS): where the moments cancel, a rounding of their terms is a large part of
+      a small result, so units in the last place of the parameter alone would not do.
 
 --wall-seconds S is the nanoGPT anchor's twin: it trains the twin alone (--threads threads, float32)
 from init/ of a dump (--dump DIR, or a fresh one) for S seconds of wall time on random windows of
@@ -60,10 +60,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # float32 twin's own distance from the float64 twin is the yardstick; ours must stay within this.
 LOSS_TOLERANCE = 1e-4
 VAL_TOLERANCE = 0.02  # (b): the issue's bound on the final validation loss
-# (c): in units in the last place of the parameter, per step so far: each step rounds the decay,
-# the moments, the bias corrections and the update on both sides, in different orders, and the
-# differences carry into the next step.
-ADAMW_ULPS_PER_STEP = 8
+# (c): per element and step, the bound is this many float32 roundings (2⁻²⁴ relative each) of the
+# sizes the update adds: |p|, the decay lr·wd·|p|, and step_size·(β1 |m| + (1 − β1) |g|) / denom
+# (the moments' terms before they cancel), summed over the steps so far, since a difference carries
+# into the next step. Each step rounds about six operations on each side, in different orders
+# (torch's vectorised kernels, the reference's loop); 8 covers them. A wrong bias correction, decay
+# or β is a relative error of 1e-3 or more: thousands of times the bound.
+ADAMW_ROUNDINGS = 8
 ADAMW_STEPS = 3
 
 
@@ -209,7 +212,8 @@ def dump_folder(build_dir, out, steps, extra):
     if not os.path.exists(program):
         sys.exit(f"gpt_twin: {program} is missing. HINT: cmake --build --preset default "
                  "--target gpt-twin-dump")
-    command = [program, "--out", out, "--steps", str(steps)] + extra
+    command = [program, "--out", out, "--steps", str(steps), "--tokenizer",
+               os.path.join(build_dir, "gpt_twin_tokenizer")] + extra
     print("running: " + " ".join(command), flush=True)
     subprocess.run(command, check=True)
 
@@ -260,50 +264,67 @@ def check_losses(run, threads):
 
 
 def check_adamw(run):
-    """(c): torch's AdamW fed our gradients reproduces our parameters after each step."""
+    """(c): torch's AdamW fed our gradients reproduces our parameters after each step, within a
+    bound on float32 rounding computed per element from the sizes of the operands."""
     k_steps = run.get("adamw_steps", 0)
     if not k_steps:
         print("\n(c) skipped: the dump has no AdamW steps")
         return True, {}
     folder = os.path.join(run["folder"], "adamw")
+    opt = run["optimizer"]
+    decayed = set(run["decayed"])
     model = Twin(run["config"], run["init"], run["tensors"], torch.float32)
     optimizer = make_optimizer(model, run)
-    print(f"\n(c) torch.optim.AdamW fed our (clipped) gradients, against our parameters "
-          f"after each step; tolerance {ADAMW_ULPS_PER_STEP} × step units in the last place of "
-          "each parameter")
+    print(f"\n(c) torch.optim.AdamW fed our (clipped) gradients, against our parameters after "
+          f"each step; tolerance {ADAMW_ROUNDINGS} float32 roundings of the update's operands "
+          "per step so far (see ADAMW_ROUNDINGS)")
+    # float64 moments of our gradients: the operands' sizes, for the bound.
+    m = {n: np.zeros(run["init"][n].size) for n in model.names}
+    v = {n: np.zeros(run["init"][n].size) for n in model.names}
+    bound = {n: np.zeros(run["init"][n].size) for n in model.names}
+    before = {n: run["init"][n].ravel().astype(np.float64) for n in model.names}
     ok, worst_all = True, 0.0
     for k in range(1, k_steps + 1):
+        lr = learning_rate(k - 1, opt)
+        step_size = lr / (1 - opt["beta1"] ** k)
+        worst, worst_abs, where, moved = 0.0, 0.0, "", 0.0
+        grads = {n: np.load(os.path.join(folder, f"grad{k}.{n}.npy")).astype(np.float64)
+                 for n in model.names}  # flat
         for name in model.names:
-            model.p[name].grad = torch.tensor(np.load(os.path.join(folder, f"grad{k}.{name}.npy")))
+            model.p[name].grad = torch.tensor(grads[name].astype(np.float32)
+                                              .reshape(model.p[name].shape))
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(k - 1, run["optimizer"])
+            group["lr"] = lr
         optimizer.step()
-        worst, worst_abs, where = 0.0, 0.0, ""
         for name in model.names:
-            ours = np.load(os.path.join(folder, f"param{k}.{name}.npy"))
-            before = run["init"][name] if k == 1 else np.load(
-                os.path.join(folder, f"param{k - 1}.{name}.npy"))
-            theirs = model.p[name].detach().numpy()
+            g = grads[name]
+            # Each term of the update, in size: the decay, β1 m, (1 − β1) g, over the denominator.
+            denom = np.sqrt((opt["beta2"] * v[name] + (1 - opt["beta2"]) * g * g)
+                            / (1 - opt["beta2"] ** k)) + opt["eps"]
+            terms = (opt["beta1"] * np.abs(m[name]) + (1 - opt["beta1"]) * np.abs(g)) / denom
+            decay = lr * opt["weight_decay"] * np.abs(before[name]) if name in decayed else 0.0
+            scale = np.abs(before[name]) + step_size * terms + decay
+            bound[name] = bound[name] + ADAMW_ROUNDINGS * 2.0 ** -24 * scale
+            m[name] = opt["beta1"] * m[name] + (1 - opt["beta1"]) * g
+            v[name] = opt["beta2"] * v[name] + (1 - opt["beta2"]) * g * g
+            ours = np.load(os.path.join(folder, f"param{k}.{name}.npy")).astype(np.float64)
+            theirs = model.p[name].detach().numpy().ravel().astype(np.float64)
             diff = np.abs(theirs - ours)
-            # ulps of the larger of the weight before and after: a weight the step takes near 0
-            # keeps the rounding of the operands, not of its small result.
-            ulps = diff / np.spacing(np.maximum(np.abs(ours), np.abs(before)))
+            relative = diff / bound[name]
             worst_abs = max(worst_abs, float(diff.max()))
-            if ulps.max() > worst:
-                worst = float(ulps.max())
-                where = f"{name}{np.unravel_index(ulps.argmax(), ulps.shape)}"
-        moved = max(float(np.abs(np.load(os.path.join(folder, f"param{k}.{n}.npy"))
-                                 - (run["init"][n] if k == 1 else np.load(
-                                     os.path.join(folder, f"param{k - 1}.{n}.npy")))).max())
-                    for n in model.names)
-        good = worst <= ADAMW_ULPS_PER_STEP * k
+            moved = max(moved, float(np.abs(ours - before[name]).max()))
+            if relative.max() > worst:
+                worst = float(relative.max())
+                where = f"{name}[{relative.argmax()}]"
+            before[name] = ours
+        good = worst <= 1.0
         ok &= good
         worst_all = max(worst_all, worst)
-        print(f"  step {k}: max |ours − torch| {worst:.1f} ulps at {where}, {worst_abs:.2e} "
-              f"absolute at most (the step moved weights by up to {moved:.2e})"
+        print(f"  step {k}: max |ours − torch| {worst_abs:.2e}; at most {worst:.2f} of the bound "
+              f"(at {where}); the step moved weights by up to {moved:.2e}"
               + ("" if good else "  <- FAIL"))
     print("(c) " + ("PASS" if ok else "FAIL"))
-    return ok, {"worst_ulps": worst_all}
+    return ok, {"worst_of_bound": worst_all}
 
 
 def check_validation(run):
@@ -396,7 +417,13 @@ def main():
                         help="the validation bits per byte of a C++ checkpoint")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    import_torch(args.threads)
+    try:
+        import_torch(args.threads)
+    except ImportError as error:
+        # 77: ctest's SKIP_RETURN_CODE for the maintainers' entry.
+        print(f"gpt_twin: skipped: {sys.executable} cannot import torch ({error}). HINT: "
+              "scripts/install-deps.sh --fixtures installs Debian's python3-torch")
+        return 77
     print(f"gpt_twin {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: torch "
           f"{torch.__version__}, {torch.get_num_threads()} threads", flush=True)
     root = args.keep or tempfile.mkdtemp(prefix="gpt_twin_")
