@@ -19,9 +19,10 @@ MKL_NUM_THREADS = N and glibc's allocator told to keep freed memory, in both:
   2. this script with --torch-only DIR: the same parameters and batch in gpt_twin.py's Twin
      (PyTorch autograd, torch.optim.AdamW, clip_grad_norm_), with torch.set_num_threads(N), the
      same timing, and sampling through a KV cache of its own (and without one).
-Each child's CPU time is checked against wall time × N, and what other processes used meanwhile
-(/proc/stat); a run off by more than 15 %, or with others above 0.15 CPUs, is called
-"NOT A FAIR RUN" (or "A NOISY RUN") and no ratio should be quoted from it.
+Each timed part's CPU time is checked against wall time × N (on one thread it must be 1 ± 0.15;
+on N threads above 1.15 means a thread setting was ignored, below 0.85 is noted, since a part may
+leave threads idle), and what other processes used meanwhile (/proc/stat, per child). A CPU/wall
+off makes "NOT A FAIR RUN", others above 0.15 CPUs "A NOISY RUN": quote no ratio from either.
 
 Tokens per second: a training step processes B·T tokens; sampling counts new tokens. The ratio
 is ours / torch in tokens per second (above 1: the reference is faster). The issue asks for at
@@ -39,7 +40,7 @@ import time
 from bench_fairness import (ALLOCATOR, TOLERANCE, TORCH_PYTHON, base_environment,
                             check_cpu_wall, child_environment, cpu_info, cpu_text, describe_check,
                             flag, load_average, loudly, openblas_core, reexec_with, rounded,
-                            run_measured)
+                            run_measured, why_off)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -148,7 +149,7 @@ def torch_only(args):
 # The comparison
 
 
-def compare_one(args, threads, warnings):
+def compare_one(args, threads, warnings, cpu_wall_bad):
     workbook_env = child_environment(threads, args.malloc == "both")
     torch_env = child_environment(threads, args.malloc != "default")
     with tempfile.TemporaryDirectory(prefix="bench_gpt_") as folder:
@@ -161,8 +162,9 @@ def compare_one(args, threads, warnings):
         stdout, ours_check = run_measured(command, {**base_environment(), **workbook_env},
                                           threads, capture_stdout=True)
         ours = json.loads(stdout)
-        print(describe_check("gpt-bench", ours_check), flush=True)
-        flag("gpt-bench", ours_check, warnings)
+        print(describe_check("gpt-bench (the whole process: setup included)", ours_check),
+              flush=True)
+        flag("gpt-bench", ours_check, warnings, ratio=False)
         record = os.path.join(folder, "torch.json")
         command = [args.torch_python, os.path.abspath(__file__), "--torch-only", dump,
                    "--threads", str(threads), "--repetitions", str(args.repetitions),
@@ -174,17 +176,25 @@ def compare_one(args, threads, warnings):
         with open(record) as file:
             theirs = json.load(file)
     print(describe_check("torch child (with `import torch`)", torch_check), flush=True)
-    # torch's CPU/wall verdict comes from its timed parts: the whole child counts `import torch`.
+    # The CPU/wall verdicts come from the timed parts: each whole child also counts its setup
+    # (`import torch`, the model's initialisation and files), which runs on one thread.
     flag("torch child", torch_check, warnings, ratio=False)
-    for part, check in (("train step", theirs["train_step"]["cpu_wall"]),
-                        ("sampling (cache)", theirs["sampling"]["cached"]["cpu_wall"])):
-        if not check["ok"]:
-            loudly([f"torch {part}: CPU/wall {check['ratio']:.2f}, not 1 ± {TOLERANCE:.2f}"],
-                   warnings)
-    for part, check in (("train step", ours["train_step"]["cpu_wall"]),):
-        if not check["ok"]:
-            loudly([f"gpt-bench {part}: CPU/wall {check['ratio']:.2f}, not 1 ± "
-                    f"{TOLERANCE:.2f}"], warnings)
+    parts = [("gpt-bench", "train step", ours["train_step"]["cpu_wall"]),
+             ("gpt-bench", "sampling (cache)", ours["sampling"]["cached"]["cpu_wall"]),
+             ("torch", "train step", theirs["train_step"]["cpu_wall"]),
+             ("torch", "sampling (cache)", theirs["sampling"]["cached"]["cpu_wall"])]
+    for side, part, check in parts:
+        print(f"  {side} {part}: CPU/wall {check['ratio']:.2f}", flush=True)
+        if check["ratio"] > 1 + TOLERANCE or (threads == 1 and check["ratio"] < 1 - TOLERANCE):
+            # One thread must keep its CPU busy; more CPU than threads means a setting was ignored.
+            loudly([f"{side} {part}: CPU/wall {check['ratio']:.2f}, not 1 ± {TOLERANCE:.2f}: "
+                    + why_off(check["ratio"])], warnings)
+            cpu_wall_bad.append(part)
+        elif check["ratio"] < 1 - TOLERANCE:
+            # On N threads a part may idle some of them (single-threaded loops, small products):
+            # a property of the code, not of the machine, which the /proc/stat check covers.
+            print(f"  note: {side} {part} kept {check['ratio'] * threads:.2f} of its {threads} "
+                  "threads busy on average", flush=True)
     if theirs["torch_threads"] != threads:
         loudly([f"torch ran with {theirs['torch_threads']} threads, not {threads}"], warnings)
     return {"threads": threads, "ours": ours, "torch": theirs,
@@ -200,7 +210,8 @@ def compare(args):
     print(f"bench_gpt {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {cpu_text(cpu)}")
     print(f"OpenBLAS core {blas['core']} ({blas['library']}: {blas['config']}); load average "
           f"{load_before[0]:.2f}", flush=True)
-    runs = [compare_one(args, threads, warnings) for threads in args.threads]
+    cpu_wall_bad = []
+    runs = [compare_one(args, threads, warnings, cpu_wall_bad) for threads in args.threads]
     first = runs[0]["ours"]
     c = first["config"]
     print(f"\nthe model: V {c['vocab']}, d_model {c['d_model']}, H {c['n_heads']}, "
@@ -233,7 +244,8 @@ def compare(args):
                 for side in ("ours", "torch"))
     fair = not warnings
     print("verdict: " + ("a fair run" if fair else (
-        ("A NOISY RUN" if not quiet else "NOT A FAIR RUN")
+        ("NOT A FAIR RUN" if cpu_wall_bad else "A NOISY RUN" if not quiet else
+         "NOT A FAIR RUN (thread settings)")
         + f" ({len(warnings)} warning{'s' if len(warnings) != 1 else ''} above): quote no ratio "
         "from it")))
     if args.record:
