@@ -18,11 +18,12 @@ split (the format: dump_folder's docstring). The twin then loads init/ into its 
 trains on the same batches in float32 and, as the measure of rounding, in float64, and prints a
 table and PASS or FAIL for three checks:
 
-  (a) the loss of each of the first --steps steps: |ours − twin| ≤ LOSS_TOLERANCE (in nats,
-      relative to the loss) at every step. Both sides are float32 with different summation
-      orders (OpenBLAS's GEMM blocking, our per-row softmax and LayerNorm loops, torch's
-      vectorised reductions); the table prints the float32 twin's distance from the float64 twin
-      beside ours, so the spread that rounding alone makes is measured in the same run.
+  (a) the loss and the gradient norm (before clipping) of each of the first --steps steps. Both
+      sides are float32 with different summation orders (OpenBLAS's GEMM blocking, our per-row
+      softmax and LayerNorm loops, torch's vectorised reductions), so the yardstick is measured
+      in the same run: the float32 twin's largest relative distance from the float64 twin. Ours
+      may lie at most LOSS_SPREADS (10) times that from the float64 twin, and at least
+      LOSS_FLOOR (16 float32 roundings).
   (b) after --long-steps steps, the validation loss: |ours − twin| / twin ≤ 2 % (the issue's
       bound; the two trajectories part slowly because AdamW's first steps move each weight by
       about ±lr whatever the size of its gradient, so a rounding-sized gradient flips a sign).
@@ -61,9 +62,16 @@ except ImportError:  # main() says so and skips
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# (a): relative tolerance on each step's loss. Measured (see the docstring and the table): the
-# float32 twin's own distance from the float64 twin is the yardstick; ours must stay within this.
-LOSS_TOLERANCE = 1e-4
+# (a): ours may lie this many times farther from the float64 twin than the float32 twin does (its
+# largest relative distance over the run, measured in the same run), and at least LOSS_FLOOR
+# (sixteen float32 roundings, for a run whose spread happens to be tiny). Two float32
+# implementations with different summation orders (OpenBLAS's blocking and the reference's loops,
+# torch's vectorised reductions) round by similar amounts; 10 allows ours a few times torch's
+# rounding. Measured on --quick's model at step 0: LayerNorm's eps 1e-6 instead of 1e-5 moves the
+# loss by 1.2e-5 (relative), ten times this bound; GELU's erf form instead of the tanh one only by
+# 5e-9, since activations are small at initialisation (lab 13's PyTorch fixtures pin GELU).
+LOSS_SPREADS = 10
+LOSS_FLOOR = 16 * 2.0 ** -24
 VAL_TOLERANCE = 0.02  # (b): the issue's bound on the final validation loss
 # (c): per element and step, the bound is this many float32 roundings (2⁻²⁴ relative each) of the
 # sizes the update adds: |p|, the decay lr·wd·|p|, and step_size·(β1 |m| + (1 − β1) |g|) / denom
@@ -242,33 +250,49 @@ def load_folder(folder):
 
 
 def check_losses(run, threads):
-    """(a): the twin in float32 and float64 on our batches; returns (ok, rows)."""
+    """(a): the twin in float32 and float64 on our batches. Ours and the float32 twin are two
+    float32 computations of the same float64 numbers: each step, ours must lie no farther from
+    the float64 twin than LOSS_SPREADS times the float32 twin's largest distance from it over the
+    run (relative), and at least LOSS_FLOOR; the gradient norm before clipping likewise."""
     results = {}
     for dtype in (torch.float32, torch.float64):
         model = Twin(run["config"], run["init"], run["tensors"], dtype)
         optimizer = make_optimizer(model, run)
         results[dtype] = [train_step(model, optimizer, run["tokens"][s], s, run)
                           for s in range(len(run["tokens"]))]
-    print(f"\n(a) loss per step, ours (C++ reference, float32) against the twin "
-          f"(torch.optim.AdamW, float32 and float64); tolerance |ours − twin32| ≤ "
-          f"{LOSS_TOLERANCE:g} × loss")
-    print(f"{'step':>4} {'ours':>12} {'twin32':>12} {'twin64':>12} {'|ours−twin32|':>14} "
-          f"{'|twin32−twin64|':>16} {'|ours−twin64|':>14} {'grad norm ours/twin':>22} "
-          f"{'lr ours/twin':>22}")
-    ok, worst, spread = True, 0.0, 0.0
-    for s, (ours, norm, lr) in enumerate(zip(run["losses"], run["grad_norms"], run["lrs"])):
-        t32, n32, lr32 = results[torch.float32][s]
-        t64 = results[torch.float64][s][0]
-        gap = abs(float(ours) - t32)
-        worst, spread = max(worst, gap / t32), max(spread, abs(t32 - t64) / t64)
-        good = gap <= LOSS_TOLERANCE * t32 and abs(float(lr) - lr32) <= 1e-6 * lr32
+    t32 = np.array([r[0] for r in results[torch.float32]])
+    t64 = np.array([r[0] for r in results[torch.float64]])
+    n32 = np.array([r[1] for r in results[torch.float32]])
+    n64 = np.array([r[1] for r in results[torch.float64]])
+    lr_twin = np.array([r[2] for r in results[torch.float32]])
+    ours, norms = run["losses"].astype(np.float64), run["grad_norms"].astype(np.float64)
+    loss_spread = float(np.max(np.abs(t32 - t64) / t64))
+    norm_spread = float(np.max(np.abs(n32 - n64) / n64))
+    loss_tol = max(LOSS_SPREADS * loss_spread, LOSS_FLOOR)
+    norm_tol = max(LOSS_SPREADS * norm_spread, LOSS_FLOOR)
+    print(f"\n(a) loss per step, ours (the C++ reference, float32) against the twin (torch, "
+          "float32 and float64). The float32 twin's largest relative distance from the float64 "
+          f"one: loss {loss_spread:.2e}, gradient norm {norm_spread:.2e}; tolerance on ours: "
+          f"{LOSS_SPREADS} times that, at least {LOSS_FLOOR:g}: loss {loss_tol:.2e}, "
+          f"norm {norm_tol:.2e}")
+    print(f"{'step':>4} {'ours':>11} {'twin32':>11} {'twin64':>11} {'ours−64 rel':>11} "
+          f"{'32−64 rel':>10} {'norm ours':>10} {'norm twin64':>11} {'ours−64 rel':>11} "
+          f"{'lr':>10}")
+    ok = True
+    for s in range(len(ours)):
+        gap = abs(ours[s] - t64[s]) / t64[s]
+        norm_gap = abs(norms[s] - n64[s]) / n64[s]
+        good = (gap <= loss_tol and norm_gap <= norm_tol
+                and abs(float(run["lrs"][s]) - lr_twin[s]) <= 1e-6 * lr_twin[s])
         ok &= good
-        print(f"{s:>4} {ours:>12.7f} {t32:>12.7f} {t64:>12.7f} {gap:>14.2e} {abs(t32 - t64):>16.2e} "
-              f"{abs(float(ours) - t64):>14.2e} {norm:>10.5f}/{n32:<11.5f} {lr:>10.4g}/{lr32:<11.4g}"
-              + ("" if good else "  <- FAIL"))
-    print(f"largest relative gap: ours/twin32 {worst:.2e}, twin32/twin64 {spread:.2e} "
-          f"(tolerance {LOSS_TOLERANCE:g}): " + ("PASS" if ok else "FAIL"))
-    return ok, {"worst_relative": worst, "float32_spread": spread}
+        print(f"{s:>4} {ours[s]:>11.7f} {t32[s]:>11.7f} {t64[s]:>11.7f} {gap:>11.2e} "
+              f"{abs(t32[s] - t64[s]) / t64[s]:>10.2e} {norms[s]:>10.6f} {n64[s]:>11.6f} "
+              f"{norm_gap:>11.2e} {lr_twin[s]:>10.4g}" + ("" if good else "  <- FAIL"))
+    worst = float(np.max(np.abs(ours - t64) / t64))
+    print(f"largest relative distance from the float64 twin: ours {worst:.2e}, the float32 twin "
+          f"{loss_spread:.2e}; ours from the float32 twin "
+          f"{float(np.max(np.abs(ours - t32) / t32)):.2e}: " + ("PASS" if ok else "FAIL"))
+    return ok, {"worst_relative": worst, "float32_spread": loss_spread}
 
 
 def check_adamw(run):

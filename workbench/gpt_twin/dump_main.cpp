@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 struct Options {
   fs::path out, tokenizer;
   std::size_t steps = 20, adamw_steps = 0, val_windows = 64, warmup = 0, max_steps = 0;
-  double lr_max = 1e-3;
+  double lr_max = 2e-3;  // the verify program's
   int threads = 1;
   std::uint64_t seed = 1337;
   bool quick = false, streams = false;
