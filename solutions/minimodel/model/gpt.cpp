@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "minimodel/shapes.hpp"
 #include "simd_rows.hpp"
@@ -155,6 +156,52 @@ Real gelu_grad_at(Real x) {
   const Real t = std::tanh(c * (x + Real(0.044715) * x * x * x));
   return Real(0.5) * (Real(1) + t) +
          Real(0.5) * x * (Real(1) - t * t) * c * (Real(1) + Real(3 * 0.044715) * x * x);
+}
+
+// g = gelu(h) over (N, k) rows. GELU's tanh form is x · σ(2u), u = sqrt(2/π) (x + 0.044715 x³):
+// in float, each row's exp(−2u) goes through the SIMD exp of lab 07's row loops (libm's tanhf,
+// one value at a time, was a third of a training step), and g = x / (1 + exp(−2u)).
+template <class Real>
+void gelu_rows(const Matrix<Real>& h, Matrix<Real>& g) {
+  if constexpr (std::is_same_v<Real, float>) {
+    const std::size_t rows = h.shape(0), cols = h.shape(1);
+    const float c = 0.7978845608028654f;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* x = h.data() + r * cols;
+      float* e = g.data() + r * cols;
+      for (std::size_t j = 0; j < cols; ++j)
+        e[j] = -2.0f * c * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
+      simd::exponentiate_row(e, cols, 0.0f);  // exp(−2u)
+      for (std::size_t j = 0; j < cols; ++j) e[j] = x[j] / (1.0f + e[j]);
+    }
+  } else {
+    std::transform(h.begin(), h.end(), g.begin(), gelu_at<Real>);
+  }
+}
+
+// d_g (N, k), holding dL/dg, becomes dL/dh in place: times gelu'(h) = σ + 2 h σ (1 − σ) u'(h),
+// σ = σ(2u), u' = sqrt(2/π) (1 + 3 · 0.044715 h²) (in float, σ through the SIMD exp as above).
+template <class Real>
+void gelu_backward_rows(const Matrix<Real>& h, Matrix<Real>& d_g) {
+  if constexpr (std::is_same_v<Real, float>) {
+    const std::size_t rows = h.shape(0), cols = h.shape(1);
+    const float c = 0.7978845608028654f;
+    std::vector<float> sigma(cols);  // one row of σ(2u): 2 KiB, not a per-step buffer of (N, k)
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* x = h.data() + r * cols;
+      float* d = d_g.data() + r * cols;
+      for (std::size_t j = 0; j < cols; ++j)
+        sigma[j] = -2.0f * c * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
+      simd::exponentiate_row(sigma.data(), cols, 0.0f);
+      for (std::size_t j = 0; j < cols; ++j) {
+        const float s = 1.0f / (1.0f + sigma[j]);
+        const float du = c * (1.0f + 3.0f * 0.044715f * x[j] * x[j]);
+        d[j] *= s + 2.0f * x[j] * s * (1.0f - s) * du;
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < h.size(); ++i) d_g.data()[i] *= gelu_grad_at(h.data()[i]);
+  }
 }
 
 // Row-wise softmax of row[0, n) in place; n >= 1.
@@ -325,7 +372,7 @@ const Matrix<Real>& mlp_forward(const GptMlp<Real>& mlp, const Matrix<Real>& x,
   }
   linear_forward(tape.x, mlp.w_fc, mlp.b_fc, tape.h);  // (N, 4d)
   ensure_shape(tape.g, {x.shape(0), 4 * d});
-  std::transform(tape.h.begin(), tape.h.end(), tape.g.begin(), gelu_at<Real>);
+  gelu_rows(tape.h, tape.g);
   linear_forward(tape.g, mlp.w_proj, mlp.b_proj, tape.out);  // (N, d)
   return tape.out;
 }
@@ -338,8 +385,7 @@ const Matrix<Real>& mlp_backward(const GptMlp<Real>& mlp, MlpTape<Real>& tape,
                                 " but the forward's output was " + shape_of(tape.out));
   ensure_shape(tape.d_h, {tape.h.shape(0), tape.h.shape(1)});
   linear_backward(tape.g, mlp.w_proj, d_out, grads.w_proj, grads.b_proj, &tape.d_h, false);
-  for (std::size_t i = 0; i < tape.h.size(); ++i)
-    tape.d_h.data()[i] *= gelu_grad_at(tape.h.data()[i]);
+  gelu_backward_rows(tape.h, tape.d_h);
   linear_backward(tape.x, mlp.w_fc, tape.d_h, grads.w_fc, grads.b_fc, &tape.dx, false);
   return tape.dx;
 }
