@@ -365,7 +365,9 @@ def check_validation(run):
     optimizer = make_optimizer(model, run)
     start = time.perf_counter()
     for s in range(len(run["tokens"])):
-        train_step(model, optimizer, run["tokens"][s], s, run)
+        loss, _, _ = train_step(model, optimizer, run["tokens"][s], s, run)
+        if (s + 1) % 50 == 0:
+            print(f"  twin step {s + 1}: loss {loss:.4f} (ours {run['losses'][s]:.4f})", flush=True)
     seconds = time.perf_counter() - start
     twin = evaluate(model, run["val_tokens"])
     ours = run["val_loss"]
