@@ -374,7 +374,7 @@ def check_validation(run):
     gap = abs(ours - twin) / twin
     ok = gap <= VAL_TOLERANCE
     print(f"\n(b) after {len(run['tokens'])} steps, validation loss on {len(run['val_tokens'])} "
-          f"windows: ours {ours:.4f}, twin {twin:.4f} nats; |ours − twin| / twin = {gap:.2%} "
+          f"windows: ours {ours:.6f}, twin {twin:.6f} nats; |ours − twin| / twin = {gap:.1e} "
           f"(bound {VAL_TOLERANCE:.0%}): " + ("PASS" if ok else "FAIL")
           + f"; training losses at the last step ours {run['losses'][-1]:.4f}; "
           f"twin trained in {seconds:.1f} s, ours in {run.get('seconds', float('nan')):.1f} s")
