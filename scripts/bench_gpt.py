@@ -6,11 +6,14 @@ token by token with and without a KV cache, the reference's against PyTorch's, s
 
     cmake --build --preset default --target gpt-bench
     /usr/bin/python3 scripts/bench_gpt.py [--threads 1 2] [--repetitions 10] [--quick]
+                                          [--malloc both|torch|default] [--omp passive|default]
                                           [--build-dir build] [--record FILE]
 
 For each thread count N it runs two child processes one after the other, with bench_torch.py's
 fairness machinery (scripts/bench_fairness.py): OMP_NUM_THREADS = OPENBLAS_NUM_THREADS =
-MKL_NUM_THREADS = N and glibc's allocator told to keep freed memory, in both:
+MKL_NUM_THREADS = N and glibc's allocator told to keep freed memory, in both, and for torch
+OMP_WAIT_POLICY=PASSIVE (--omp default to leave it out: on 2 threads Debian's torch then spends
+its time in OpenMP threads spinning against OpenBLAS's, 2.9 times slower a step):
   1. `build/bin/gpt-bench --json --threads N --repetitions R --dump DIR` (workbench/gpt_twin/,
      linked with the reference): it initialises the default model, writes it and one batch into
      DIR (gpt_twin.py's format), and times, after a warm-up, the median of R training steps
@@ -106,9 +109,25 @@ def torch_sampler(model, torch):
     return cached, uncached
 
 
+# torch's OpenMP threads sleep when idle instead of spinning: on Debian's torch, built with
+# OpenBLAS's own (pthread) threads, a spinning OpenMP thread and an OpenBLAS thread fight for the
+# same core between calls. Measured here on 2 threads: a training step 435 ms spinning, 148 ms
+# passive (and 1 thread: 238 ms); sampling without a cache 1464 against 331 ms.
+TORCH_OPENMP = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def torch_environment(threads, allocator, omp):
+    env = child_environment(threads, allocator)
+    if omp == "passive":
+        env.update(TORCH_OPENMP)
+    return env
+
+
 def torch_only(args):
     allocator = args.malloc != "default"
-    reexec_with(child_environment(args.threads, allocator), () if allocator else ALLOCATOR)
+    drop = (() if allocator else tuple(ALLOCATOR)) + (() if args.omp == "passive"
+                                                      else tuple(TORCH_OPENMP))
+    reexec_with(torch_environment(args.threads, allocator, args.omp), drop)
     import numpy as np
     import gpt_twin
     torch = gpt_twin.import_torch(args.threads)
@@ -130,7 +149,7 @@ def torch_only(args):
         "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
         "openblas_core": blas["core"], "openblas_threads": blas["threads"],
         "environment": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                   "MKL_NUM_THREADS", *ALLOCATOR)
+                                                   "MKL_NUM_THREADS", *ALLOCATOR, *TORCH_OPENMP)
                         if k in os.environ},
         "train_step": {"median_ms": train[0] * 1e3, "tokens_per_s": B * T / train[0],
                        "cpu_wall": check_cpu_wall(train[1], train[2], args.threads)},
@@ -151,7 +170,7 @@ def torch_only(args):
 
 def compare_one(args, threads, warnings, cpu_wall_bad):
     workbook_env = child_environment(threads, args.malloc == "both")
-    torch_env = child_environment(threads, args.malloc != "default")
+    torch_env = torch_environment(threads, args.malloc != "default", args.omp)
     with tempfile.TemporaryDirectory(prefix="bench_gpt_") as folder:
         dump = os.path.join(folder, "dump")
         command = [os.path.join(args.build_dir, "bin", "gpt-bench"), "--json", "--threads",
@@ -168,7 +187,7 @@ def compare_one(args, threads, warnings, cpu_wall_bad):
         record = os.path.join(folder, "torch.json")
         command = [args.torch_python, os.path.abspath(__file__), "--torch-only", dump,
                    "--threads", str(threads), "--repetitions", str(args.repetitions),
-                   "--malloc", args.malloc, "--record", record]
+                   "--malloc", args.malloc, "--omp", args.omp, "--record", record]
         print("running: " + " ".join(f"{k}={v}" for k, v in torch_env.items()) + " "
               + shlex.join(command), flush=True)
         _, torch_check = run_measured(command, {**base_environment(), **torch_env}, threads,
@@ -269,6 +288,9 @@ def main():
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     parser.add_argument("--torch-python", default=TORCH_PYTHON)
     parser.add_argument("--malloc", choices=("both", "torch", "default"), default="both")
+    parser.add_argument("--omp", choices=("passive", "default"), default="passive",
+                        help="torch's OpenMP threads sleep when idle (OMP_WAIT_POLICY=PASSIVE, "
+                             "the default here) or spin as OpenMP's default does")
     parser.add_argument("--record", metavar="FILE")
     parser.add_argument("--torch-only", metavar="DIR", help="the torch child on gpt-bench's dump")
     args = parser.parse_args()
