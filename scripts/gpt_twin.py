@@ -110,12 +110,24 @@ class Twin:
                   for name in self.names}
         self.n_layers = config["n_layers"]
         self.n_heads = config["n_heads"]
+        self.masks = {}
 
     def parameters(self):
         return [self.p[name] for name in self.names]
 
     def layer(self, i, part):
         return self.p[f"h{i}.{part}"]
+
+    @staticmethod
+    def linear(x, w, b):
+        """x (..., k) @ w (k, n) + b (n), as one addmm (torch's fused GEMM with bias)."""
+        return torch.addmm(b, x.reshape(-1, x.shape[-1]), w).view(*x.shape[:-1], w.shape[1])
+
+    def future(self, T):
+        """(T, T) bool, True above the diagonal: the keys a query may not see (kept per T)."""
+        if T not in self.masks:
+            self.masks[T] = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        return self.masks[T]
 
     def attention(self, x, i):
         # x: (B, T, d) -> (B, T, d); causal, n_heads heads of d / n_heads
@@ -125,19 +137,17 @@ class Twin:
         def heads(t):  # (B, T, d) -> (B, H, T, d_head)
             return t.view(B, T, H, d // H).transpose(1, 2)
 
-        q = heads(x @ self.layer(i, "attn.w_q") + self.layer(i, "attn.b_q"))
-        k = heads(x @ self.layer(i, "attn.w_k") + self.layer(i, "attn.b_k"))
-        v = heads(x @ self.layer(i, "attn.w_v") + self.layer(i, "attn.b_v"))
+        q, k, v = (heads(self.linear(x, self.layer(i, f"attn.w_{r}"), self.layer(i, f"attn.b_{r}")))
+                   for r in "qkv")
         scores = q @ k.transpose(-1, -2) / math.sqrt(d // H)  # (B, H, T, T)
-        future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-        weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        weights = torch.softmax(scores.masked_fill(self.future(T), float("-inf")), dim=-1)
         context = (weights @ v).transpose(1, 2).reshape(B, T, d)
-        return context @ self.layer(i, "attn.w_o") + self.layer(i, "attn.b_o")
+        return self.linear(context, self.layer(i, "attn.w_o"), self.layer(i, "attn.b_o"))
 
     def mlp(self, x, i):
-        hidden = F.gelu(x @ self.layer(i, "mlp.w_fc") + self.layer(i, "mlp.b_fc"),
+        hidden = F.gelu(self.linear(x, self.layer(i, "mlp.w_fc"), self.layer(i, "mlp.b_fc")),
                         approximate="tanh")  # (B, T, 4d)
-        return hidden @ self.layer(i, "mlp.w_proj") + self.layer(i, "mlp.b_proj")
+        return self.linear(hidden, self.layer(i, "mlp.w_proj"), self.layer(i, "mlp.b_proj"))
 
     def norm(self, x, prefix):
         return F.layer_norm(x, (x.shape[-1],), self.p[prefix + ".gain"], self.p[prefix + ".bias"],
