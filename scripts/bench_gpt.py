@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 
-from bench_fairness import (ALLOCATOR, TOLERANCE, TORCH_PYTHON, base_environment,
+from bench_fairness import (ALLOCATOR, TOLERANCE, TORCH_OPENMP, TORCH_PYTHON, base_environment,
                             check_cpu_wall, child_environment, cpu_info, cpu_text, describe_check,
                             flag, load_average, loudly, openblas_core, reexec_with, rounded,
                             run_measured, why_off)
@@ -108,12 +108,6 @@ def torch_sampler(model, torch):
 
     return cached, uncached
 
-
-# torch's OpenMP threads sleep when idle instead of spinning: on Debian's torch, built with
-# OpenBLAS's own (pthread) threads, a spinning OpenMP thread and an OpenBLAS thread fight for the
-# same core between calls. Measured here on 2 threads: a training step 435 ms spinning, 148 ms
-# passive (and 1 thread: 238 ms); sampling without a cache 1464 against 331 ms.
-TORCH_OPENMP = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def torch_environment(threads, allocator, omp):

@@ -70,10 +70,10 @@ import tempfile
 import time
 
 from bench_fairness import (ALLOCATOR, IDLE_CPUS, INHERITED, THREAD_VARIABLES, TOLERANCE,
-                            TORCH_PYTHON, base_environment, check_cpu_wall, child_environment,
-                            cpu_info, cpu_text, describe_check, flag, geometric_mean, load_average,
-                            loudly, median_ms, openblas_core, reexec_with, rounded, run_measured,
-                            why_off)
+                            TORCH_OPENMP, TORCH_PYTHON, base_environment, check_cpu_wall,
+                            child_environment, cpu_info, cpu_text, describe_check, flag,
+                            geometric_mean, load_average, loudly, median_ms, openblas_core,
+                            reexec_with, rounded, run_measured, why_off)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MHA = "torch MHA"
@@ -237,7 +237,7 @@ def compare(args):
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = load_average()
     workbook_env = child_environment(threads, args.malloc == "both")
-    torch_env = child_environment(threads, args.malloc != "default")
+    torch_env = {**child_environment(threads, args.malloc != "default"), **TORCH_OPENMP}
     print(f"bench_torch {date}: {cpu_text(cpu)}")
     inherited = {k: os.environ[k] for k in INHERITED if k in os.environ}
     print(f"OpenBLAS core {workbook_blas['core']} ({workbook_blas['library']}: "
@@ -438,7 +438,7 @@ def bounds(args):
     workbook_blas = openblas_core("libopenblas.so.0")
     load_before = load_average()
     env = child_environment(threads, args.malloc == "both")
-    torch_env = child_environment(threads, args.malloc != "default")
+    torch_env = {**child_environment(threads, args.malloc != "default"), **TORCH_OPENMP}
     print(f"bench_torch --bounds {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
           f"{cpu_text(cpu)}; OpenBLAS core {workbook_blas['core']}; threads {threads}; median of "
           f"{args.repetitions}; load average {load_before[0]:.2f}", flush=True)
