@@ -177,7 +177,8 @@ TEST(ExplorerHtml, HoldsThePageDataAsOneJsonBlockThatNoTokenCanEnd) {
                 html.find("http://www.w3.org/2000/svg") != std::string::npos,
             true);
   EXPECT_EQ(html.find("<script src"), std::string::npos);  // nothing from the network
-  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("<link rel=\"stylesheet"), std::string::npos);
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
 }
 
 // ---- the engine, on a checkpoint of random weights --------------------------------------------
