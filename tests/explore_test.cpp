@@ -282,3 +282,26 @@ TEST_F(ExploreEngine, RefusesHostileInputWithOneLineAndWritesNothing) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(LabPage, TakesEachLayersHeadsOfOneSequenceAndScoresThemOnTheTokens) {
+  xt::xtensor<float, 4> layer = xt::zeros<float>({1, 2, 4, 4});
+  xt::view(layer, 0, 0) = uniform_causal(4);
+  for (std::size_t t = 0; t < 4; ++t) layer(0, 1, t, t == 0 ? 0 : t - 1) = 1.0f;
+  const std::vector<std::string> tokens = {"<bos>", "I", "work", ","};
+  const workbench::PageData page = workbench::lab_page("lab", tokens, {layer, layer});
+  ASSERT_EQ(page.weights.size(), 2u);
+  ASSERT_EQ(page.weights[1].size(), 2u);
+  EXPECT_EQ(page.weights[1][1], xt::view(layer, 0, 1));
+  ASSERT_EQ(page.scores.size(), 4u);
+  EXPECT_EQ(page.scores[3].layer, 1u);
+  EXPECT_EQ(page.scores[3].head, 1u);
+  EXPECT_DOUBLE_EQ(*page.scores[3].previous_token, 1.0);
+  EXPECT_TRUE(page.predictions.empty());
+  EXPECT_THROW(workbench::lab_page("lab", {"a", "b"}, {layer}), std::invalid_argument);
+  EXPECT_THROW(workbench::lab_page("lab", tokens, {xt::zeros<float>({2, 2, 4, 4})}),
+               std::invalid_argument);
+}
+
+}  // namespace

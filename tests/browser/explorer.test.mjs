@@ -162,3 +162,24 @@ test("the keyboard reaches every part: arrows move along the text, k reverses, E
   assert.deepEqual(await page.evaluate(() => window.explorer.state.selected), [[1, 1]]);
   assert.deepEqual(problems, []);
 });
+
+test("a lab's own run (workbook explore 02: attention alone, no predictions) loads with no error", async () => {
+  const run = execFileSync(workbook, ["explore", "02", "--impl", "reference"], { encoding: "utf8" });
+  const html = path.join(repo, /wrote (\S+)/.exec(run)[1]);
+  const lab = await browser.newPage();
+  const errors = [];
+  lab.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
+  lab.on("pageerror", error => errors.push(error.message));
+  await lab.setViewport({ width: 1280, height: 800 });
+  await lab.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  const json = JSON.parse(readFileSync(path.join(path.dirname(html), "explore.json"), "utf8"));
+  assert.equal(await lab.$$eval(".tok", e => e.length), json.tokens.length);
+  assert.match(await lab.$eval("#predictions", e => e.textContent), /no next-token prediction/);
+  await lab.hover('.tok[data-index="3"]');
+  const shown = await lab.$$eval(".tok", elements => elements.map(e => Number(e.dataset.weight)));
+  const [l, h] = await lab.evaluate(() => window.explorer.state.selected[0]);
+  assert.deepEqual(shown, json.weights[l][h][3].map(round4));
+  await lab.screenshot({ path: path.join(shots, "6-lab02-run.png") });
+  assert.deepEqual(errors, []);
+  await lab.close();
+});

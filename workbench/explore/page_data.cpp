@@ -7,7 +7,10 @@
 #include <numeric>
 #include <stdexcept>
 
+#include <xtensor/xview.hpp>
+
 #include "explore/explorer_template.hpp"
+#include "util/files.hpp"
 
 namespace workbench {
 
@@ -284,6 +287,28 @@ std::string explorer_html(const PageData& page) {
   if (at == std::string::npos)
     throw std::logic_error("explorer_html: the page template has no " + marker);
   return html.substr(0, at) + data + html.substr(at + marker.size());
+}
+
+PageData lab_page(const std::string& title, const std::vector<std::string>& tokens,
+                  const std::vector<xt::xtensor<float, 4>>& layers) {
+  PageData page;
+  page.title = title;
+  page.tokens = tokens;
+  for (const xt::xtensor<float, 4>& layer : layers) {
+    if (layer.shape(0) != 1)
+      throw std::invalid_argument("lab_page: a layer's weights hold " +
+                                  std::to_string(layer.shape(0)) + " sequences, not 1");
+    page.weights.emplace_back();
+    for (std::size_t h = 0; h < layer.shape(1); ++h)
+      page.weights.back().push_back(xt::view(layer, 0, h));  // (T, T)
+  }
+  page.scores = score_heads(page.weights, ids_of(tokens));
+  page_json(page);  // its checks of shapes, here rather than when it is saved
+  return page;
+}
+
+void save_page_data(const std::filesystem::path& path, const PageData& page) {
+  write_file_atomically(path, page_json(page).dump() + "\n");
 }
 
 }  // namespace workbench

@@ -6,6 +6,7 @@
 // checkpoint (workbench/explore/explore_main.cpp) and the labs' verify programs (explore.json,
 // rendered by `workbook explore NN`) fill the same PageData.
 #include <cstddef>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -93,5 +94,15 @@ std::string explorer_html(const PageData& page);
 /// induction keys of induction_keys(ids): what a page of free text shows.
 std::vector<HeadScore> score_heads(const std::vector<std::vector<xt::xtensor<float, 2>>>& weights,
                                    const std::vector<std::size_t>& ids);
+
+/// The page of a lab's own run over text tokens (labs 01 and 02's sentence): `layers` holds each
+/// layer's weights (1, H, T, T) of one sequence, each head scored by score_heads on
+/// ids_of(tokens); no predictions. @throws std::invalid_argument as page_json.
+PageData lab_page(const std::string& title, const std::vector<std::string>& tokens,
+                  const std::vector<xt::xtensor<float, 4>>& layers);
+
+/// Writes `page`'s JSON to `path` (a verify program's explore.json, which `workbook explore NN`
+/// shows), atomically.
+void save_page_data(const std::filesystem::path& path, const PageData& page);
 
 }  // namespace workbench
