@@ -14,8 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "checkpoint/checkpoint.hpp"
-#include "explore/explore_options.hpp"
-#include "explore/page_data.hpp"
+#include "explore/explore_engine.hpp"
 #include "generate/generate_options.hpp"  // parse_prompt
 #include "generate/greedy.hpp"
 #include "minimodel/implementation.hpp"
@@ -27,34 +26,6 @@ namespace {
 
 [[noreturn]] void reject(const std::string& message) { throw std::invalid_argument(message); }
 
-constexpr std::uintmax_t kMaxTextBytes = 1 << 20;
-constexpr std::size_t kTopPredictions = 5;
-
-// The text of --text or --text-file: a regular file of at most 1 MiB, not empty, valid UTF-8.
-std::string text_of(const workbench::ExploreOptions& o) {
-  std::string text = o.text;
-  const std::string what = o.has_text_file ? "--text-file " + o.text_file.string() : "--text";
-  if (o.has_text_file) {
-    std::error_code error;
-    const auto status = std::filesystem::status(o.text_file, error);
-    if (!std::filesystem::exists(status)) reject(what + ": no such file");
-    if (!std::filesystem::is_regular_file(status))
-      reject(what + ": it is " + workbench::file_type_name(status.type()) + ", not a regular file");
-    if (std::filesystem::file_size(o.text_file) > kMaxTextBytes)
-      reject(what + ": larger than 1 MiB; the model reads only its context anyway");
-    try {
-      text = workbench::read_file(o.text_file);
-    } catch (const std::runtime_error& e) {
-      reject(what + ": " + e.what());
-    }
-  }
-  if (text.empty()) reject(what + " holds no text");
-  std::size_t bad = 0;
-  if (!workbench::valid_utf8(text, &bad))
-    reject(what + ": not valid UTF-8 (byte " + std::to_string(bad) + ")");
-  return text;
-}
-
 std::vector<std::size_t> tokens_of(const workbench::ExploreOptions& o,
                                    const minimodel::ModelConfig& config) {
   if (!o.has_text && !o.has_text_file && !o.has_tokens)
@@ -62,7 +33,7 @@ std::vector<std::size_t> tokens_of(const workbench::ExploreOptions& o,
         "give the input: --tokens \"3 17 4 9 …\" (or --text / --text-file for a model with a "
         "tokenizer)");
   if (!o.has_tokens) {
-    text_of(o);  // a broken text is named first, whichever model
+    workbench::explore_text(o);  // a broken text is named first, whichever model
     reject("lab 10's checkpoint has no tokenizer: its tokens are the ids 0 to " +
            std::to_string(config.vocab - 1) + "; give them with --tokens \"3 17 4 9\"");
   }
@@ -94,14 +65,7 @@ int explore(const workbench::ExploreOptions& o) {
       " heads, d_model " + std::to_string(config.d_model) + ", vocabulary " +
       std::to_string(config.vocab) + ", context " + std::to_string(config.max_len) +
       " tokens; the " + minimodel::implementation_name() + " implementation");
-  if (tokens.size() > config.max_len) {
-    const std::string cut = "the input has " + std::to_string(tokens.size()) +
-                            " tokens but the model's context is " + std::to_string(config.max_len) +
-                            ": only the first " + std::to_string(config.max_len) + " are shown";
-    std::cerr << "workbook explore: " << cut << '\n';
-    page.notes.push_back(cut);
-    tokens.resize(config.max_len);
-  }
+  workbench::cut_to_context(tokens, config.max_len, page);
   const std::size_t T = tokens.size();
   for (const std::size_t token : tokens) page.tokens.push_back(std::to_string(token));
 
@@ -123,7 +87,7 @@ int explore(const workbench::ExploreOptions& o) {
   for (std::size_t t = 0; t < T; ++t) {
     try {
       page.predictions.push_back(
-          workbench::top_predictions(model.feed({tokens[t]}), kTopPredictions,
+          workbench::top_predictions(model.feed({tokens[t]}), workbench::kTopPredictions,
                                      [](std::size_t id) { return std::to_string(id); }));
     } catch (const std::exception& e) {  // Float32Overflow, or a logit that is not finite
       reject("--checkpoint " + o.checkpoint.string() + ": at position " + std::to_string(t) + ", " +
@@ -132,13 +96,7 @@ int explore(const workbench::ExploreOptions& o) {
   }
   // 4. Scores, then the page and its data, both or neither.
   page.scores = workbench::score_heads(page.weights, tokens);
-  const nlohmann::json data = workbench::page_json(page);
-  std::filesystem::path json_path = o.out;
-  json_path.replace_extension(".json");
-  if (json_path == o.out) reject("--out " + o.out.string() + ": give a name ending in .html");
-  workbench::write_files_atomically(
-      {{o.out, workbench::explorer_html(page)}, {json_path, data.dump(1) + "\n"}});
-  std::cout << "wrote " << o.out.string() << "\n  and its data " << json_path.string() << '\n';
+  workbench::write_explorer_page(o, page);
   return 0;
 }
 
