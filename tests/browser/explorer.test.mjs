@@ -10,7 +10,7 @@
 // Screenshots of each view go to BUILD_DIR/browser-tests/screenshots/.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -182,4 +182,36 @@ test("a lab's own run (workbook explore 02: attention alone, no predictions) loa
   await lab.screenshot({ path: path.join(shots, "6-lab02-run.png") });
   assert.deepEqual(errors, []);
   await lab.close();
+});
+
+test("--serve serves the page on 127.0.0.1 until Ctrl-C, and names a port in use in one line", async () => {
+  const server = spawn(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint, "--tokens", tokens,
+                                  "--out", path.join(outDir, "explore-served.html"), "--serve", "--port", "0"]);
+  let output = "";
+  server.stdout.on("data", chunk => { output += chunk; });
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("no URL in: " + output)), 20000);
+    server.stdout.on("data", () => {
+      const found = /at (http:\/\/127\.0\.0\.1:(\d+)\/)/.exec(output);
+      if (found) { clearTimeout(timer); resolve(found[1]); }
+    });
+  });
+  const served = await browser.newPage();
+  const errors = [];
+  served.on("pageerror", error => errors.push(error.message));
+  await served.goto(url, { waitUntil: "load" });
+  assert.equal(await served.$$eval(".tok", e => e.length), ids.length);
+  await served.close();
+  const port = /:(\d+)\//.exec(url)[1];
+  const second = spawnSync(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint, "--tokens", "1 2",
+                                      "--out", path.join(outDir, "explore-second.html"), "--serve", "--port", port],
+                           { encoding: "utf8", timeout: 20000 });
+  assert.equal(second.status, 3);
+  assert.match(second.stderr, /cannot listen on 127\.0\.0\.1:\d+ \(is the port in use\?\)/);
+  assert.equal(second.stderr.trim().split("\n").length, 1);
+  const exit = new Promise(resolve => server.on("exit", (code, signal) => resolve([code, signal])));
+  server.kill("SIGINT");
+  assert.deepEqual(await exit, [0, null]);
+  assert.match(output, /stopped serving/);
+  assert.deepEqual(errors, []);
 });
