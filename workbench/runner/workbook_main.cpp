@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
       "pointed token (or to it), each head's previous-token, induction and first-token scores, "
       "and the model's top 5 next tokens. `explore --checkpoint DIR --tokens \"3 17 4 9\"` runs "
       "lab 10's checkpoint (building explore-<impl> first, as generate does); `explore NN` shows "
-      "lab NN's last verify run (labs 01, 02 and 10 write their attention). Prints the page's "
+      "lab NN's last verify run (labs 01, 02, 03 and 10 write their attention). Prints the page's "
       "path; --serve also serves it on 127.0.0.1 until Ctrl-C.\n"
       "Exit status: 0 done; 1 no verify run to show, a TODO stub, or code that does not "
       "compile; 2 bad input (a missing or broken checkpoint, empty or invalid text), nothing "
