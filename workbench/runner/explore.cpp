@@ -42,7 +42,7 @@ int explore_lab(const Context& ctx, const std::string& number, const std::string
   if (!std::filesystem::is_regular_file(data_path)) {
     std::cerr << "workbook explore " << lab.number << ": no " << ctx.ws.relative(data_path)
               << ": run `" << verify
-              << "` first (the verify programs of labs 01, 02, 03 and 10 write their attention "
+              << "` first (the verify programs of labs 01, 02, 03, 05 and 10 write their attention "
                  "there)\n";
     return kNotDone;
   }
