@@ -162,6 +162,10 @@ TEST(PageJson, RejectsWeightsScoresAndPredictionsOfTheWrongShape) {
   page.tokens.clear();
   EXPECT_THROW(workbench::page_json(page), std::invalid_argument);
   EXPECT_THROW(workbench::page_from_json({{"format", "other"}}), std::runtime_error);
+  page = small_page();
+  page.weights[0][0](2, 1) = std::nanf("");  // a learner's NaN: null in JSON, NaN read back
+  const workbench::PageData back = workbench::page_from_json(workbench::page_json(page));
+  EXPECT_TRUE(std::isnan(back.weights[0][0](2, 1)));
 }
 
 TEST(ExplorerHtml, HoldsThePageDataAsOneJsonBlockThatNoTokenCanEnd) {

@@ -146,9 +146,14 @@ workbench::PageData explorer_page(const ModelTape<float>& tape, const xt::xtenso
       page.scores.back().layer = l;
       page.scores.back().head = h;
     }
-  for (std::size_t t = 0; t < logits.shape(1); ++t)
-    page.predictions.push_back(workbench::top_predictions(
-        xt::view(logits, 0, t), 5, [](std::size_t id) { return std::to_string(id); }));
+  try {
+    for (std::size_t t = 0; t < logits.shape(1); ++t)
+      page.predictions.push_back(workbench::top_predictions(
+          xt::view(logits, 0, t), 5, [](std::size_t id) { return std::to_string(id); }));
+  } catch (const std::invalid_argument& e) {  // a logit that is not finite: the checks say more
+    page.predictions.clear();
+    page.notes.push_back(std::string("no next-token predictions: ") + e.what());
+  }
   return page;
 }
 

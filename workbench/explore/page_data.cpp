@@ -247,7 +247,8 @@ PageData page_from_json(const nlohmann::json& json) {
         for (std::size_t t = 0; t < T; ++t) {
           if (rows[t].size() != T)
             throw std::runtime_error("a row of weights does not have T keys");
-          for (std::size_t s = 0; s < T; ++s) p(t, s) = rows[t][s].get<float>();
+          for (std::size_t s = 0; s < T; ++s)  // null: a NaN or an infinity, as JSON has none
+            p(t, s) = rows[t][s].is_null() ? std::nanf("") : rows[t][s].get<float>();
         }
         page.weights.back().push_back(std::move(p));
       }
