@@ -74,8 +74,13 @@ int generate(const workbench::GenerateOptions& o) {
   } catch (const std::runtime_error& e) {
     const bool absent = !std::filesystem::is_regular_file(o.checkpoint / "config.json");
     reject("--checkpoint: " + std::string(e.what()) +
-           (absent ? ". HINT: `workbook verify 10` trains one and prints where it is" : ""));
+           (absent ? ". HINT: `workbook verify 10` (or 13, for a GPT) trains one and prints "
+                     "where it is"
+                   : ""));
   }
+  if (o.temperature || o.top_k || o.top_p || o.max_new || o.seed)
+    reject("--temperature, --top-k, --top-p, --max-new and --seed sample from lab 13's GPT; " +
+           o.checkpoint.string() + " is lab 10's model, decoded greedily: give --tokens N");
   check_finite(checkpoint, o.checkpoint);
   const minimodel::ModelConfig& config = checkpoint.config;
   const std::vector<std::size_t> prompt = workbench::parse_prompt(o.prompt);

@@ -146,6 +146,10 @@ int main(int argc, char** argv) {
       "each next token the argmax of the logits, one token at a time through lab 08's KV cache "
       "inside lab 04's pre-LN block. Prints the prompt and the continuation. With "
       "--impl learner it builds generate-learner first, so it runs your latest code.\n"
+      "With a checkpoint of lab 13's GPT (`workbook verify 13` writes one), --prompt is text: "
+      "encoded with the checkpoint's tokenizer, continued by sampling (--temperature, --top-k, "
+      "--top-p, --seed) through the KV cache, and printed as it is produced (generate-gpt-<impl>, "
+      "labs 12 and 13).\n"
       "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not "
       "compile; 2 bad input (a "
       "missing or invalid checkpoint, a token outside the vocabulary, a prompt that fills "
@@ -386,9 +390,12 @@ int main(int argc, char** argv) {
     if (*attend_cmd)
       return run_engine(ctx, "attend", impl, workbench::attend_arguments(options),
                         "; nothing was written");
-    if (*generate_cmd)
-      return run_engine(ctx, "generate", generate_impl,
-                        workbench::generate_arguments(generate_options));
+    if (*generate_cmd)  // lab 13's GPT engine for its checkpoints, lab 10's for anything else
+      return run_engine(ctx,
+                        workbench::names_gpt_checkpoint(generate_options.checkpoint)
+                            ? "generate-gpt"
+                            : "generate",
+                        generate_impl, workbench::generate_arguments(generate_options));
     if (*tokenize_cmd)
       return run_engine(ctx, "tokenize", tokenize_impl,
                         workbench::tokenize_arguments(tokenize_commands, tokenize_options));

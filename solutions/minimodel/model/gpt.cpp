@@ -1,0 +1,672 @@
+// Lab 13, Block A: GELU, the MLP, the pre-LN block, the GPT and its loss. Reference solution.
+// Every linear layer is one matrix product over all B·T rows (cblas_?gemm), forward and both
+// backward products; LayerNorm, GELU and softmax are row loops that write into the tape, so a
+// tape kept across steps of one (B, T) is never reallocated. Attention runs per (sequence, head)
+// in tiles of query rows, each tile multiplying only the keys it can see: the masked half is
+// skipped but for the diagonal tiles.
+#include "minimodel/model/gpt.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "minimodel/shapes.hpp"
+#include "simd_rows.hpp"
+
+namespace minimodel {
+
+namespace {
+
+constexpr double kLayerNormEps = 1e-5;
+constexpr std::size_t kTile = 32;  // query rows per attention tile
+
+// C = alpha op(A) op(B) + beta C, row-major: op(A) (m, k), op(B) (k, n), C (m, n).
+template <class Real>
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, Real alpha,
+          const Real* a, std::size_t lda, const Real* b, std::size_t ldb, Real beta, Real* c,
+          std::size_t ldc) {
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<Real, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
+                beta, c, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
+                beta, c, int(ldc));
+}
+
+// Gives `tensor` this shape, reallocating only if it has another.
+template <class T, std::size_t R>
+void ensure_shape(xt::xtensor<T, R>& tensor, const std::array<std::size_t, R>& shape) {
+  if (!std::equal(shape.begin(), shape.end(), tensor.shape().begin())) tensor.resize(shape);
+}
+
+template <class T, std::size_t R>
+bool same_shape(const xt::xtensor<T, R>& a, const xt::xtensor<T, R>& b) {
+  return std::equal(a.shape().begin(), a.shape().end(), b.shape().begin());
+}
+
+// How many workers parallel_for uses for n items of `work` each (about the floating-point
+// operations of one): as many as OpenBLAS has threads (OPENBLAS_NUM_THREADS), so that the row loops
+// and the attention use the cores the matrix products use, but no more than give each 2^16 of work
+// (a thread costs tens of µs to start: the tests' tiny models stay on one).
+std::size_t worker_count(std::size_t n, std::size_t work) {
+  const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
+  return std::max<std::size_t>(1, std::min(threads, n * work / (std::size_t(1) << 16)));
+}
+
+// body(begin, end, worker) on contiguous chunks of [0, n), one per worker, the calling thread being
+// worker 0. Nothing in a body may throw: inputs are checked before. Each item is computed by one
+// worker in the same order whatever their number, so the results do not depend on it.
+template <class Body>
+void parallel_for(std::size_t n, std::size_t work, const Body& body) {
+  const std::size_t workers = worker_count(n, work);
+  if (workers == 1) {
+    if (n > 0) body(std::size_t(0), n, std::size_t(0));
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (std::size_t w = 1; w < workers; ++w)
+    threads.emplace_back(
+        [&body, n, workers, w] { body(w * n / workers, (w + 1) * n / workers, w); });
+  body(std::size_t(0), n / workers, std::size_t(0));
+  for (std::thread& thread : threads) thread.join();
+}
+
+// out (N, n) = x (N, k) @ w (k, n) + b (n).
+template <class Real>
+void linear_forward(const Matrix<Real>& x, const Matrix<Real>& w, const Vector<Real>& b,
+                    Matrix<Real>& out) {
+  const std::size_t rows = x.shape(0), k = w.shape(0), n = w.shape(1);
+  ensure_shape(out, {rows, n});
+  for (std::size_t r = 0; r < rows; ++r) std::copy(b.begin(), b.end(), out.data() + r * n);
+  gemm<Real>(false, false, rows, n, k, 1, x.data(), k, w.data(), n, 1, out.data(), n);
+}
+
+// From d_out (N, n) of out = x w + b: dw = xᵀ d_out, db = Σ_rows d_out, and dx (+)= d_out wᵀ
+// (added to dx if accumulate, else written).
+template <class Real>
+void linear_backward(const Matrix<Real>& x, const Matrix<Real>& w, const Matrix<Real>& d_out,
+                     Matrix<Real>& dw, Vector<Real>& db, Matrix<Real>* dx, bool accumulate) {
+  const std::size_t rows = x.shape(0), k = w.shape(0), n = w.shape(1);
+  ensure_shape(dw, {k, n});
+  ensure_shape(db, {n});
+  gemm<Real>(true, false, k, n, rows, 1, x.data(), k, d_out.data(), n, 0, dw.data(), n);
+  std::fill(db.begin(), db.end(), Real(0));
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Real* row = d_out.data() + r * n;
+    for (std::size_t j = 0; j < n; ++j) db(j) += row[j];
+  }
+  if (dx) {
+    if (!accumulate) ensure_shape(*dx, {rows, k});
+    gemm<Real>(false, true, rows, k, n, 1, d_out.data(), n, w.data(), n, accumulate ? 1 : 0,
+               dx->data(), k);
+  }
+}
+
+// LayerNorm over each row of x (N, d), biased variance, eps 1e-5, into `norm`.
+template <class Real>
+void layer_norm_rows(const Matrix<Real>& x, const Vector<Real>& gain, const Vector<Real>& bias,
+                     LayerNormRows<Real>& norm) {
+  const std::size_t rows = x.shape(0), d = x.shape(1);
+  ensure_shape(norm.normalized, {rows, d});
+  ensure_shape(norm.out, {rows, d});
+  ensure_shape(norm.inv_std, {rows});
+  parallel_for(rows, 8 * d, [&](std::size_t first, std::size_t last, std::size_t) {
+    for (std::size_t r = first; r < last; ++r) {
+      const Real* in = x.data() + r * d;
+      Real* xhat = norm.normalized.data() + r * d;
+      Real* out = norm.out.data() + r * d;
+      Real mean = 0;
+      for (std::size_t j = 0; j < d; ++j) mean += in[j];
+      mean /= Real(d);
+      Real var = 0;
+      for (std::size_t j = 0; j < d; ++j) var += (in[j] - mean) * (in[j] - mean);
+      var /= Real(d);
+      const Real inv_std = Real(1) / std::sqrt(var + Real(kLayerNormEps));
+      norm.inv_std(r) = inv_std;
+      for (std::size_t j = 0; j < d; ++j) {
+        xhat[j] = (in[j] - mean) * inv_std;
+        out[j] = xhat[j] * gain(j) + bias(j);
+      }
+    }
+  });
+}
+
+// From d_y (N, d) of LayerNorm's output: d_gain = Σ d_y ⊙ x̂, d_bias = Σ d_y (written), and dx +=
+// inv_std ⊙ (d_x̂ − mean(d_x̂) − x̂ ⊙ mean(d_x̂ ⊙ x̂)), d_x̂ = d_y ⊙ gain (added: dx already holds
+// the residual path's gradient).
+template <class Real>
+void layer_norm_rows_backward(const LayerNormRows<Real>& norm, const Vector<Real>& gain,
+                              const Matrix<Real>& d_y, Vector<Real>& d_gain, Vector<Real>& d_bias,
+                              Matrix<Real>& dx) {
+  const std::size_t rows = d_y.shape(0), d = d_y.shape(1);
+  ensure_shape(d_gain, {d});
+  ensure_shape(d_bias, {d});
+  std::fill(d_gain.begin(), d_gain.end(), Real(0));
+  std::fill(d_bias.begin(), d_bias.end(), Real(0));
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Real* dy = d_y.data() + r * d;
+    const Real* xhat = norm.normalized.data() + r * d;
+    Real* out = dx.data() + r * d;
+    Real mean_dxhat = 0, mean_dxhat_xhat = 0;
+    for (std::size_t j = 0; j < d; ++j) {
+      const Real dxhat = dy[j] * gain(j);
+      mean_dxhat += dxhat;
+      mean_dxhat_xhat += dxhat * xhat[j];
+      d_gain(j) += dy[j] * xhat[j];
+      d_bias(j) += dy[j];
+    }
+    mean_dxhat /= Real(d);
+    mean_dxhat_xhat /= Real(d);
+    const Real inv_std = norm.inv_std(r);
+    for (std::size_t j = 0; j < d; ++j)
+      out[j] += inv_std * (dy[j] * gain(j) - mean_dxhat - xhat[j] * mean_dxhat_xhat);
+  }
+}
+
+// GELU's tanh form and its derivative at one value.
+template <class Real>
+Real gelu_at(Real x) {
+  const Real c = Real(0.7978845608028654);  // sqrt(2 / π)
+  return Real(0.5) * x * (Real(1) + std::tanh(c * (x + Real(0.044715) * x * x * x)));
+}
+
+template <class Real>
+Real gelu_grad_at(Real x) {
+  const Real c = Real(0.7978845608028654);
+  const Real t = std::tanh(c * (x + Real(0.044715) * x * x * x));
+  return Real(0.5) * (Real(1) + t) +
+         Real(0.5) * x * (Real(1) - t * t) * c * (Real(1) + Real(3 * 0.044715) * x * x);
+}
+
+// g = gelu(h) over (N, k) rows. GELU's tanh form is x · σ(2u), u = sqrt(2/π) (x + 0.044715 x³):
+// in float, each row's exp(−2u) goes through the SIMD exp of lab 07's row loops (libm's tanhf,
+// one value at a time, was a third of a training step), and g = x / (1 + exp(−2u)).
+template <class Real>
+void gelu_rows(const Matrix<Real>& h, Matrix<Real>& g) {
+  if constexpr (std::is_same_v<Real, float>) {
+    const std::size_t rows = h.shape(0), cols = h.shape(1);
+    const float c = 0.7978845608028654f;
+    parallel_for(rows, 16 * cols, [&](std::size_t first, std::size_t last, std::size_t) {
+      for (std::size_t r = first; r < last; ++r) {
+        const float* x = h.data() + r * cols;
+        float* e = g.data() + r * cols;
+        for (std::size_t j = 0; j < cols; ++j)
+          e[j] = -2.0f * c * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
+        simd::exponentiate_row(e, cols, 0.0f);  // exp(−2u)
+        for (std::size_t j = 0; j < cols; ++j) e[j] = x[j] / (1.0f + e[j]);
+      }
+    });
+  } else {
+    std::transform(h.begin(), h.end(), g.begin(), gelu_at<Real>);
+  }
+}
+
+// d_g (N, k), holding dL/dg, becomes dL/dh in place: times gelu'(h) = σ + 2 h σ (1 − σ) u'(h),
+// σ = σ(2u), u' = sqrt(2/π) (1 + 3 · 0.044715 h²) (in float, σ through the SIMD exp as above).
+template <class Real>
+void gelu_backward_rows(const Matrix<Real>& h, Matrix<Real>& d_g) {
+  if constexpr (std::is_same_v<Real, float>) {
+    const std::size_t rows = h.shape(0), cols = h.shape(1);
+    const float c = 0.7978845608028654f;
+    parallel_for(rows, 16 * cols, [&](std::size_t first, std::size_t last, std::size_t) {
+      std::vector<float> sigma(cols);  // one row of σ(2u): 2 KiB, not a per-step buffer of (N, k)
+      for (std::size_t r = first; r < last; ++r) {
+        const float* x = h.data() + r * cols;
+        float* d = d_g.data() + r * cols;
+        for (std::size_t j = 0; j < cols; ++j)
+          sigma[j] = -2.0f * c * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
+        simd::exponentiate_row(sigma.data(), cols, 0.0f);
+        for (std::size_t j = 0; j < cols; ++j) {
+          const float s = 1.0f / (1.0f + sigma[j]);
+          const float du = c * (1.0f + 3.0f * 0.044715f * x[j] * x[j]);
+          d[j] *= s + 2.0f * x[j] * s * (1.0f - s) * du;
+        }
+      }
+    });
+  } else {
+    for (std::size_t i = 0; i < h.size(); ++i) d_g.data()[i] *= gelu_grad_at(h.data()[i]);
+  }
+}
+
+// Row-wise softmax of row[0, n) in place; n >= 1.
+template <class Real>
+void softmax_row(Real* row, std::size_t n) {
+  if constexpr (std::is_same_v<Real, float>) {
+    const float sum = simd::exponentiate_row(row, n, simd::row_max(row, n));
+    const float inv = 1.0f / sum;
+    for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+  } else {
+    const Real top = *std::max_element(row, row + n);
+    Real sum = 0;
+    for (std::size_t j = 0; j < n; ++j) sum += row[j] = std::exp(row[j] - top);
+    for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
+  }
+}
+
+// Causal attention of every (sequence, head): merged = softmax(q kᵀ / sqrt(d_head) + causal) v,
+// probs (B, H, T, T) recorded with zeros above the diagonal.
+template <class Real>
+void attention_forward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
+  const std::size_t B = tape.batch, T = tape.length, d = tape.q.shape(1), dh = d / n_heads;
+  const Real scale = Real(1) / std::sqrt(Real(dh));
+  ensure_shape(tape.probs, {B, n_heads, T, T});
+  ensure_shape(tape.merged, {B * T, d});
+  parallel_for(B * n_heads, 2 * T * T * dh, [&](std::size_t first, std::size_t last, std::size_t) {
+    for (std::size_t bh = first; bh < last; ++bh) {
+      const std::size_t b = bh / n_heads, h = bh % n_heads;
+      const std::size_t offset = b * T * d + h * dh;  // row 0 of sequence b, column block h
+      const Real *q = tape.q.data() + offset, *k = tape.k.data() + offset,
+                 *v = tape.v.data() + offset;
+      Real* probs = tape.probs.data() + (b * n_heads + h) * T * T;
+      Real* out = tape.merged.data() + offset;
+      for (std::size_t r0 = 0; r0 < T; r0 += kTile) {
+        const std::size_t rows = std::min(kTile, T - r0), keys = r0 + rows;  // keys 0 … keys − 1
+        // scores (rows, keys) = q[r0 …] k[0 … keys)ᵀ · scale
+        gemm<Real>(false, true, rows, keys, dh, scale, q + r0 * d, d, k, d, 0, probs + r0 * T, T);
+        for (std::size_t i = 0; i < rows; ++i) {
+          const std::size_t t = r0 + i;
+          Real* row = probs + t * T;
+          softmax_row(row, t + 1);
+          std::fill(row + t + 1, row + T, Real(0));
+        }
+        // out (rows, dh) = probs (rows, keys) v[0 … keys)
+        gemm<Real>(false, false, rows, dh, keys, 1, probs + r0 * T, T, v, d, 0, out + r0 * d, d);
+      }
+    }
+  });
+}
+
+// From d_merged (N, d): d_q, d_k, d_v (N, d), every (sequence, head) in tiles as the forward.
+template <class Real>
+void attention_backward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
+  const std::size_t B = tape.batch, T = tape.length, d = tape.q.shape(1), dh = d / n_heads;
+  const Real scale = Real(1) / std::sqrt(Real(dh));
+  for (Matrix<Real>* m : {&tape.d_q, &tape.d_k, &tape.d_v}) ensure_shape(*m, {B * T, d});
+  std::fill(tape.d_k.begin(), tape.d_k.end(), Real(0));
+  std::fill(tape.d_v.begin(), tape.d_v.end(), Real(0));
+  ensure_shape(tape.d_scores,
+               {worker_count(B * n_heads, 4 * T * T * dh) * T, T});  // (T, T) per worker
+  parallel_for(
+      B * n_heads, 4 * T * T * dh, [&](std::size_t first, std::size_t last, std::size_t worker) {
+        Real* ds = tape.d_scores.data() + worker * T * T;
+        for (std::size_t bh = first; bh < last; ++bh) {
+          const std::size_t b = bh / n_heads, h = bh % n_heads;
+          const std::size_t offset = b * T * d + h * dh;
+          const Real *q = tape.q.data() + offset, *k = tape.k.data() + offset,
+                     *v = tape.v.data() + offset, *d_out = tape.d_merged.data() + offset;
+          const Real* probs = tape.probs.data() + (b * n_heads + h) * T * T;
+          Real *dq = tape.d_q.data() + offset, *dk = tape.d_k.data() + offset,
+               *dv = tape.d_v.data() + offset;
+          for (std::size_t r0 = 0; r0 < T; r0 += kTile) {
+            const std::size_t rows = std::min(kTile, T - r0), keys = r0 + rows;
+            // dv[0 … keys) += probs[r0 …, 0 … keys)ᵀ d_out[r0 …]
+            gemm<Real>(true, false, keys, dh, rows, 1, probs + r0 * T, T, d_out + r0 * d, d, 1, dv,
+                       d);
+            // d_probs (rows, keys) = d_out[r0 …] v[0 … keys)ᵀ, into d_scores' rows
+            gemm<Real>(false, true, rows, keys, dh, 1, d_out + r0 * d, d, v, d, 0, ds + r0 * T, T);
+            // d_scores = probs ⊙ (d_probs − Σ d_probs ⊙ probs) · scale, on the visible keys
+            for (std::size_t i = 0; i < rows; ++i) {
+              const std::size_t t = r0 + i;
+              const Real* p = probs + t * T;
+              Real* g = ds + t * T;
+              Real dot = 0;
+              for (std::size_t s = 0; s <= t; ++s) dot += g[s] * p[s];
+              for (std::size_t s = 0; s <= t; ++s) g[s] = p[s] * (g[s] - dot) * scale;
+              std::fill(g + t + 1, g + keys, Real(0));
+            }
+            // dq[r0 …] = d_scores (rows, keys) k[0 … keys);  dk[0 … keys) += d_scoresᵀ q[r0 …]
+            gemm<Real>(false, false, rows, dh, keys, 1, ds + r0 * T, T, k, d, 0, dq + r0 * d, d);
+            gemm<Real>(true, false, keys, dh, rows, 1, ds + r0 * T, T, q + r0 * d, d, 1, dk, d);
+          }
+        }
+      });
+}
+
+template <class Real>
+void check_vector(const char* where, const char* name, const Vector<Real>& v, std::size_t n,
+                  const std::string& of) {
+  if (v.shape(0) != n)
+    throw std::invalid_argument(std::string(where) + ": " + name + " is " + shape_of(v) + " but " +
+                                of + " needs (" + std::to_string(n) + ")");
+}
+
+template <class Real>
+void check_matrix(const char* where, const char* name, const Matrix<Real>& m, std::size_t rows,
+                  std::size_t cols, const std::string& of) {
+  if (m.shape(0) != rows || m.shape(1) != cols)
+    throw std::invalid_argument(std::string(where) + ": " + name + " is " + shape_of(m) + " but " +
+                                of + " needs (" + std::to_string(rows) + ", " +
+                                std::to_string(cols) + ")");
+}
+
+template <class Real>
+void check_mlp(const char* where, const GptMlp<Real>& mlp, std::size_t d, const std::string& of) {
+  check_matrix(where, "w_fc", mlp.w_fc, d, 4 * d, of);
+  check_vector(where, "b_fc", mlp.b_fc, 4 * d, of);
+  check_matrix(where, "w_proj", mlp.w_proj, 4 * d, d, of);
+  check_vector(where, "b_proj", mlp.b_proj, d, of);
+}
+
+template <class Real>
+void check_layer(const char* where, const GptLayer<Real>& layer, std::size_t d,
+                 const std::string& of) {
+  check_vector(where, "ln_1_gain", layer.ln_1_gain, d, of);
+  check_vector(where, "ln_1_bias", layer.ln_1_bias, d, of);
+  check_vector(where, "ln_2_gain", layer.ln_2_gain, d, of);
+  check_vector(where, "ln_2_bias", layer.ln_2_bias, d, of);
+  const GptAttention<Real>& a = layer.attn;
+  check_matrix(where, "w_q", a.w_q, d, d, of);
+  check_matrix(where, "w_k", a.w_k, d, d, of);
+  check_matrix(where, "w_v", a.w_v, d, d, of);
+  check_matrix(where, "w_o", a.w_o, d, d, of);
+  check_vector(where, "b_q", a.b_q, d, of);
+  check_vector(where, "b_k", a.b_k, d, of);
+  check_vector(where, "b_v", a.b_v, d, of);
+  check_vector(where, "b_o", a.b_o, d, of);
+  check_mlp(where, layer.mlp, d, of);
+}
+
+bool ends_with(const std::string& text, const std::string& end) {
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+}  // namespace
+
+// ---- Block A: GELU and the MLP ------------------------------------------------------------------
+
+template <class Real>
+Matrix<Real> gelu(const Matrix<Real>& x) {
+  Matrix<Real> y(x.shape());
+  std::transform(x.begin(), x.end(), y.begin(), gelu_at<Real>);
+  return y;
+}
+
+template <class Real>
+Matrix<Real> gelu_backward(const Matrix<Real>& x, const Matrix<Real>& d_y) {
+  if (!same_shape(x, d_y))
+    throw std::invalid_argument("gelu_backward: x is " + shape_of(x) + " but d_y is " +
+                                shape_of(d_y) + "; they must have one shape");
+  Matrix<Real> dx(x.shape());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    dx.data()[i] = d_y.data()[i] * gelu_grad_at(x.data()[i]);
+  return dx;
+}
+
+template <class Real>
+const Matrix<Real>& mlp_forward(const GptMlp<Real>& mlp, const Matrix<Real>& x,
+                                MlpTape<Real>& tape) {
+  const std::size_t d = x.shape(1);
+  check_mlp("mlp_forward", mlp, d, "x " + shape_of(x));
+  if (&x != &tape.x) {
+    ensure_shape(tape.x, {x.shape(0), d});
+    std::copy(x.begin(), x.end(), tape.x.begin());
+  }
+  linear_forward(tape.x, mlp.w_fc, mlp.b_fc, tape.h);  // (N, 4d)
+  ensure_shape(tape.g, {x.shape(0), 4 * d});
+  gelu_rows(tape.h, tape.g);
+  linear_forward(tape.g, mlp.w_proj, mlp.b_proj, tape.out);  // (N, d)
+  return tape.out;
+}
+
+template <class Real>
+const Matrix<Real>& mlp_backward(const GptMlp<Real>& mlp, MlpTape<Real>& tape,
+                                 const Matrix<Real>& d_out, GptMlp<Real>& grads) {
+  if (!same_shape(d_out, tape.out))
+    throw std::invalid_argument("mlp_backward: d_out is " + shape_of(d_out) +
+                                " but the forward's output was " + shape_of(tape.out));
+  ensure_shape(tape.d_h, {tape.h.shape(0), tape.h.shape(1)});
+  linear_backward(tape.g, mlp.w_proj, d_out, grads.w_proj, grads.b_proj, &tape.d_h, false);
+  gelu_backward_rows(tape.h, tape.d_h);
+  linear_backward(tape.x, mlp.w_fc, tape.d_h, grads.w_fc, grads.b_fc, &tape.dx, false);
+  return tape.dx;
+}
+
+// ---- Block A: the block
+// --------------------------------------------------------------------------
+
+template <class Real>
+const Matrix<Real>& gpt_block_forward(const GptLayer<Real>& layer, std::size_t n_heads,
+                                      std::size_t batch, const Matrix<Real>& x,
+                                      GptBlockTape<Real>& tape) {
+  const std::size_t rows = x.shape(0), d = x.shape(1);
+  if (n_heads == 0 || d % n_heads != 0)
+    throw std::invalid_argument("gpt_block_forward: n_heads " + std::to_string(n_heads) +
+                                " does not divide d_model " + std::to_string(d) + " of x " +
+                                shape_of(x));
+  if (batch == 0 || rows % batch != 0 || rows == 0)
+    throw std::invalid_argument("gpt_block_forward: x is " + shape_of(x) + " but batch " +
+                                std::to_string(batch) +
+                                "; x must hold batch sequences of one length");
+  check_layer("gpt_block_forward", layer, d, "x " + shape_of(x));
+  tape.batch = batch;
+  tape.length = rows / batch;
+  if (&x != &tape.x) {
+    ensure_shape(tape.x, {rows, d});
+    std::copy(x.begin(), x.end(), tape.x.begin());
+  }
+  // attention: ln_1, project, causal attention per (sequence, head), output projection
+  layer_norm_rows(tape.x, layer.ln_1_gain, layer.ln_1_bias, tape.ln_1);
+  linear_forward(tape.ln_1.out, layer.attn.w_q, layer.attn.b_q, tape.q);
+  linear_forward(tape.ln_1.out, layer.attn.w_k, layer.attn.b_k, tape.k);
+  linear_forward(tape.ln_1.out, layer.attn.w_v, layer.attn.b_v, tape.v);
+  attention_forward_rows(tape, n_heads);
+  linear_forward(tape.merged, layer.attn.w_o, layer.attn.b_o, tape.mid);
+  for (std::size_t i = 0; i < tape.mid.size(); ++i) tape.mid.data()[i] += tape.x.data()[i];
+  // MLP: ln_2, the MLP, the residual
+  layer_norm_rows(tape.mid, layer.ln_2_gain, layer.ln_2_bias, tape.ln_2);
+  const Matrix<Real>& mlp_out = mlp_forward(layer.mlp, tape.ln_2.out, tape.mlp);
+  ensure_shape(tape.out, {rows, d});
+  for (std::size_t i = 0; i < tape.out.size(); ++i)
+    tape.out.data()[i] = tape.mid.data()[i] + mlp_out.data()[i];
+  return tape.out;
+}
+
+template <class Real>
+const Matrix<Real>& gpt_block_backward(const GptLayer<Real>& layer, std::size_t n_heads,
+                                       GptBlockTape<Real>& tape, const Matrix<Real>& d_out,
+                                       GptLayer<Real>& grads) {
+  if (!same_shape(d_out, tape.out) || tape.out.size() == 0)
+    throw std::invalid_argument("gpt_block_backward: d_out is " + shape_of(d_out) +
+                                " but the forward's output was " + shape_of(tape.out));
+  const std::size_t rows = d_out.shape(0), d = d_out.shape(1);
+  // out = mid + mlp(ln_2(mid)): d_mid = d_out + ln_2's backward of the MLP's dx
+  const Matrix<Real>& d_ln_2 = mlp_backward(layer.mlp, tape.mlp, d_out, grads.mlp);
+  ensure_shape(tape.d_mid, {rows, d});
+  std::copy(d_out.begin(), d_out.end(), tape.d_mid.begin());
+  layer_norm_rows_backward(tape.ln_2, layer.ln_2_gain, d_ln_2, grads.ln_2_gain, grads.ln_2_bias,
+                           tape.d_mid);
+  // mid = x + attn(ln_1(x))
+  linear_backward(tape.merged, layer.attn.w_o, tape.d_mid, grads.attn.w_o, grads.attn.b_o,
+                  &tape.d_merged, false);
+  attention_backward_rows(tape, n_heads);
+  linear_backward(tape.ln_1.out, layer.attn.w_q, tape.d_q, grads.attn.w_q, grads.attn.b_q,
+                  &tape.d_ln, false);
+  linear_backward(tape.ln_1.out, layer.attn.w_k, tape.d_k, grads.attn.w_k, grads.attn.b_k,
+                  &tape.d_ln, true);
+  linear_backward(tape.ln_1.out, layer.attn.w_v, tape.d_v, grads.attn.w_v, grads.attn.b_v,
+                  &tape.d_ln, true);
+  ensure_shape(tape.dx, {rows, d});
+  std::copy(tape.d_mid.begin(), tape.d_mid.end(), tape.dx.begin());
+  layer_norm_rows_backward(tape.ln_1, layer.ln_1_gain, tape.d_ln, grads.ln_1_gain, grads.ln_1_bias,
+                           tape.dx);
+  return tape.dx;
+}
+
+// ---- Block A: the model and its loss ------------------------------------------------------------
+
+GptParams<float> init_gpt(const GptConfig& config, std::uint64_t seed) {
+  GptParams<float> params = zero_gpt<float>(config);
+  for (GptLayer<float>& layer : params.layers) {
+    std::fill(layer.ln_1_gain.begin(), layer.ln_1_gain.end(), 1.0f);
+    std::fill(layer.ln_2_gain.begin(), layer.ln_2_gain.end(), 1.0f);
+  }
+  std::fill(params.ln_f_gain.begin(), params.ln_f_gain.end(), 1.0f);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float residual = 0.02f / std::sqrt(2.0f * float(config.n_layers));
+  for (const ParamTensor<float>& tensor : parameter_tensors(params)) {
+    const bool embedding = tensor.name == "wte" || tensor.name == "wpe";
+    if (!embedding && !tensor.decay) continue;  // biases and LayerNorms are not drawn
+    const bool projection = ends_with(tensor.name, ".attn.w_o") ||
+                            ends_with(tensor.name, ".mlp.w_proj");  // residual projections
+    const float std_dev = projection ? residual : 0.02f;
+    for (std::size_t i = 0; i < tensor.size(); ++i) tensor.data[i] = std_dev * normal(rng);
+  }
+  return params;
+}
+
+template <class Real>
+const xt::xtensor<Real, 3>& gpt_forward(const GptParams<Real>& params, const BatchTokens& tokens,
+                                        GptTape<Real>& tape) {
+  const GptConfig& c = params.config;
+  const std::size_t B = tokens.shape(0), T = tokens.shape(1), d = c.d_model, V = c.vocab;
+  if (B == 0 || T == 0)
+    throw std::invalid_argument("gpt_forward: tokens are " + shape_of(tokens) +
+                                "; a batch needs a sequence of a token");
+  if (T > c.max_len)
+    throw std::invalid_argument("gpt_forward: tokens are " + shape_of(tokens) + " but wpe is " +
+                                shape_of(params.wpe) + ": at most max_len tokens");
+  const std::string of = "the config (vocab " + std::to_string(V) + ", max_len " +
+                         std::to_string(c.max_len) + ", d_model " + std::to_string(d) + ")";
+  check_matrix("gpt_forward", "wte", params.wte, V, d, of);
+  check_matrix("gpt_forward", "wpe", params.wpe, c.max_len, d, of);
+  check_vector("gpt_forward", "ln_f_gain", params.ln_f_gain, d, of);
+  check_vector("gpt_forward", "ln_f_bias", params.ln_f_bias, d, of);
+  if (params.layers.size() != c.n_layers || params.layers.empty())
+    throw std::invalid_argument("gpt_forward: params have " + std::to_string(params.layers.size()) +
+                                " layers but the config " + std::to_string(c.n_layers));
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    if (tokens.data()[i] < 0 || std::size_t(tokens.data()[i]) >= V)
+      throw std::invalid_argument("gpt_forward: token " + std::to_string(tokens.data()[i]) +
+                                  " at (" + std::to_string(i / T) + ", " + std::to_string(i % T) +
+                                  ") of tokens " + shape_of(tokens) + " but the vocabulary has " +
+                                  std::to_string(V));
+  ensure_shape(tape.tokens, {B, T});
+  std::copy(tokens.begin(), tokens.end(), tape.tokens.begin());
+  tape.layers.resize(c.n_layers);
+  // x = wte[token] + wpe[t], written straight into the first block's input
+  Matrix<Real>& x = tape.layers[0].x;
+  ensure_shape(x, {B * T, d});
+  for (std::size_t r = 0; r < B * T; ++r) {
+    const Real* token = params.wte.data() + std::size_t(tokens.data()[r]) * d;
+    const Real* position = params.wpe.data() + (r % T) * d;
+    Real* row = x.data() + r * d;
+    for (std::size_t j = 0; j < d; ++j) row[j] = token[j] + position[j];
+  }
+  const Matrix<Real>* input = &x;
+  for (std::size_t l = 0; l < c.n_layers; ++l)
+    input = &gpt_block_forward(params.layers[l], c.n_heads, B, *input, tape.layers[l]);
+  // ln_f, then the tied unembedding: logits (N, V) = ln_f.out (N, d) wteᵀ
+  layer_norm_rows(*input, params.ln_f_gain, params.ln_f_bias, tape.ln_f);
+  ensure_shape(tape.logits, {B, T, V});
+  gemm<Real>(false, true, B * T, V, d, 1, tape.ln_f.out.data(), d, params.wte.data(), d, 0,
+             tape.logits.data(), V);
+  return tape.logits;
+}
+
+template <class Real>
+Real cross_entropy(const xt::xtensor<Real, 3>& logits, const BatchTokens& targets,
+                   xt::xtensor<Real, 3>& d_logits) {
+  const std::size_t B = logits.shape(0), T = logits.shape(1), V = logits.shape(2);
+  if (targets.shape(0) != B || targets.shape(1) != T || B * T == 0)
+    throw std::invalid_argument("cross_entropy: logits are " + shape_of(logits) +
+                                " but targets are " + shape_of(targets) +
+                                "; targets must be (B, T) of the logits");
+  for (std::size_t r = 0; r < B * T; ++r)
+    if (targets.data()[r] < 0 || std::size_t(targets.data()[r]) >= V)
+      throw std::invalid_argument("cross_entropy: target " + std::to_string(targets.data()[r]) +
+                                  " at (" + std::to_string(r / T) + ", " + std::to_string(r % T) +
+                                  ") but the logits are " + shape_of(logits) + ": V is " +
+                                  std::to_string(V));
+  ensure_shape(d_logits, {B, T, V});
+  const Real inv_count = Real(1) / Real(B * T);
+  std::vector<double> losses(B * T);  // summed in order after the rows: one result for any workers
+  parallel_for(B * T, 4 * V, [&](std::size_t first, std::size_t last, std::size_t) {
+    for (std::size_t r = first; r < last; ++r) {
+      const std::size_t target = std::size_t(targets.data()[r]);
+      const Real* row = logits.data() + r * V;
+      Real* grad = d_logits.data() + r * V;
+      std::copy(row, row + V, grad);
+      // −log softmax = log Σ exp(l − max) − (l_target − max), the softmax left in grad
+      Real top, sum;
+      if constexpr (std::is_same_v<Real, float>) {
+        top = simd::row_max(grad, V);
+        sum = simd::exponentiate_row(grad, V, top);
+      } else {
+        top = *std::max_element(grad, grad + V);
+        sum = 0;
+        for (std::size_t j = 0; j < V; ++j) sum += grad[j] = std::exp(grad[j] - top);
+      }
+      losses[r] = double(std::log(sum)) - double(row[target] - top);
+      const Real scale = inv_count / sum;
+      for (std::size_t j = 0; j < V; ++j) grad[j] *= scale;
+      grad[target] -= inv_count;
+    }
+  });
+  double total = 0;
+  for (const double loss : losses) total += loss;
+  return Real(total / double(B * T));
+}
+
+template <class Real>
+void gpt_backward(const GptParams<Real>& params, GptTape<Real>& tape,
+                  const xt::xtensor<Real, 3>& d_logits, GptParams<Real>& grads) {
+  if (!same_shape(d_logits, tape.logits) || tape.logits.size() == 0)
+    throw std::invalid_argument("gpt_backward: d_logits is " + shape_of(d_logits) +
+                                " but the forward's logits were " + shape_of(tape.logits));
+  if (params.layers.size() != tape.layers.size())
+    throw std::invalid_argument("gpt_backward: params have " +
+                                std::to_string(params.layers.size()) + " layers but the tape " +
+                                std::to_string(tape.layers.size()) +
+                                "; pass the forward's parameters");
+  const std::size_t B = d_logits.shape(0), T = d_logits.shape(1), V = d_logits.shape(2),
+                    d = params.wte.shape(1), rows = B * T;
+  grads.config = params.config;
+  grads.layers.resize(params.layers.size());
+  ensure_shape(grads.wte, {V, d});
+  ensure_shape(grads.wpe, {params.wpe.shape(0), d});
+  // logits = ln_f.out wteᵀ: d_wte = d_logitsᵀ ln_f.out (V, d), d_ln_f = d_logits wte (N, d)
+  gemm<Real>(true, false, V, d, rows, 1, d_logits.data(), V, tape.ln_f.out.data(), d, 0,
+             grads.wte.data(), d);
+  Matrix<Real>& d_ln_f =
+      tape.d_x;  // reused: first d(ln_f.out), then the residual stream's gradient
+  ensure_shape(d_ln_f, {rows, d});
+  gemm<Real>(false, false, rows, d, V, 1, d_logits.data(), V, params.wte.data(), d, 0,
+             d_ln_f.data(), d);
+  Matrix<Real>& d_final = tape.layers.back().d_mid;  // scratch, before the last block uses it
+  ensure_shape(d_final, {rows, d});
+  std::fill(d_final.begin(), d_final.end(), Real(0));
+  layer_norm_rows_backward(tape.ln_f, params.ln_f_gain, d_ln_f, grads.ln_f_gain, grads.ln_f_bias,
+                           d_final);
+  std::copy(d_final.begin(), d_final.end(), tape.d_x.begin());
+  const Matrix<Real>* dx = &tape.d_x;
+  for (std::size_t l = params.layers.size(); l-- > 0;)
+    dx = &gpt_block_backward(params.layers[l], params.config.n_heads, tape.layers[l], *dx,
+                             grads.layers[l]);
+  // x = wte[token] + wpe[t]: scatter-add each row's gradient into its token's and position's rows
+  std::fill(grads.wpe.begin(), grads.wpe.end(), Real(0));
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Real* g = dx->data() + r * d;
+    Real* token = grads.wte.data() + std::size_t(tape.tokens.data()[r]) * d;
+    Real* position = grads.wpe.data() + (r % T) * d;
+    for (std::size_t j = 0; j < d; ++j) {
+      token[j] += g[j];
+      position[j] += g[j];
+    }
+  }
+}
+
+MINIMODEL_LAB13_INSTANTIATE(float)
+MINIMODEL_LAB13_INSTANTIATE(double)
+
+}  // namespace minimodel

@@ -1,0 +1,218 @@
+// `workbook generate` for lab 13's GPT (workbench/generate/generate_gpt_main.cpp and
+// utf8_stream): the text printed piece by piece is exactly what lab 12's decode gives for all the
+// bytes, never half a character; the command picks the GPT engine by the checkpoint, encodes the
+// prompt with the checkpoint's tokenizer and prints what the reference's generate samples with
+// that seed; bad knobs, prompts and checkpoints get one line and exit status 2.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/gpt_checkpoint.hpp"
+#include "generate/utf8_stream.hpp"
+#include "minimodel/model/gpt.hpp"
+#include "minimodel/tokenizer/bpe.hpp"
+#include "support/random_model.hpp"
+#include "support/temp_dir.hpp"
+#include "util/files.hpp"
+
+namespace fs = std::filesystem;
+using minimodel::TokenId;
+
+namespace {
+
+// ---- The UTF-8 stream ----
+
+// Each piece Utf8Stream prints is whole characters only: valid UTF-8 that ends on a boundary.
+bool whole_characters(const std::string& text) {
+  return workbench::replace_invalid_utf8(text) == text;
+}
+
+TEST(Utf8Stream, PiecesJoinToLab12sDecodeOfAllTheBytesWhereverTheyAreCut) {
+  // Characters of 1 to 4 bytes, invalid bytes, a cut character, a surrogate, an overlong form.
+  const std::vector<std::string> texts = {
+      "In the beginning God created the heaven and the earth.",
+      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\x94 done",
+      "ok\xff\xfe then \x80 and \xe2\x82",
+      "\xed\xa0\x80 \xc0\xaf \xf4\x90\x80\x80 \xe0\x80\xaf \xf0\x9f\x98",
+      "\xe2\x82\xe2\x82\xac\xc3"};
+  for (const std::string& text : texts) {
+    const std::string expected = minimodel::utf8_replace_invalid(text);
+    EXPECT_EQ(workbench::replace_invalid_utf8(text), expected);
+    for (const std::size_t piece : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
+      workbench::Utf8Stream stream;
+      std::string joined;
+      for (std::size_t at = 0; at < text.size(); at += piece) {
+        const std::string out = stream.push(std::string_view(text).substr(at, piece));
+        EXPECT_TRUE(whole_characters(out)) << "a piece ends inside a character";
+        joined += out;
+      }
+      joined += stream.finish();
+      EXPECT_EQ(joined, expected) << "pieces of " << piece << " bytes";
+    }
+  }
+}
+
+TEST(Utf8Stream, HoldsACharacterUntilItsLastByteAndReplacesOneNeverFinished) {
+  workbench::Utf8Stream stream;
+  EXPECT_EQ(stream.push("a\xe2"), "a");
+  EXPECT_EQ(stream.pending(), "\xe2");
+  EXPECT_EQ(stream.push("\x82"), "");
+  EXPECT_EQ(stream.push("\xac!"), "\xe2\x82\xac!");
+  EXPECT_EQ(stream.push("\xf0\x9f"), "");
+  EXPECT_EQ(stream.finish(), "\xef\xbf\xbd") << "two thirds of a character are one U+FFFD";
+  // A byte that cannot continue the waiting character ends it at once.
+  EXPECT_EQ(stream.push("\xe2"), "");
+  EXPECT_EQ(stream.push("x"), "\xef\xbf\xbdx");
+}
+
+TEST(Utf8Stream, AgreesWithLab12OnRandomBytes) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string bytes(rng() % 24, '\0');
+    for (char& c : bytes) {  // mostly lead and continuation bytes, where the cases are
+      const unsigned r = unsigned(rng() % 4);
+      c = char(r == 0 ? rng() % 128 : r == 1 ? 0x80 + rng() % 64 : 0xC0 + rng() % 64);
+    }
+    EXPECT_EQ(workbench::replace_invalid_utf8(bytes), minimodel::utf8_replace_invalid(bytes));
+    workbench::Utf8Stream stream;
+    std::string joined;
+    for (const char c : bytes) joined += stream.push(std::string(1, c));
+    EXPECT_EQ(joined + stream.finish(), minimodel::utf8_replace_invalid(bytes));
+  }
+}
+
+// ---- workbook generate on a GPT checkpoint ----
+
+struct Output {
+  int status;
+  std::string stdout_text, stderr_text;
+};
+
+class WorkbookGenerateGpt : public ::testing::Test {
+ protected:
+  // A small untrained GPT with a tokenizer of 300 tokens trained on a few verses: context 16.
+  WorkbookGenerateGpt() {
+    const std::string text =
+        "In the beginning God created the heaven and the earth.\n"
+        "And the earth was without form, and void; and darkness was upon the face of the deep.\n"
+        "And God said, Let there be light: and there was light.\n";
+    const std::vector<std::string> specials = {"<|endoftext|>"};
+    bpe_ = minimodel::train_bpe(text, 300, specials);
+    checkpoint_.params = minimodel::init_gpt({bpe_.vocab.size(), 16, 8, 2, 1}, 9);
+    checkpoint_.vocab_json = minimodel::to_vocab_json(bpe_);
+    checkpoint_.merges_txt = minimodel::to_merges_txt(bpe_);
+    checkpoint_.special_tokens = specials;
+    checkpoint_.batch = 2;
+    checkpoint_.length = 16;
+    checkpoint_.train.schedule = {1e-3, 1e-4, 1, 10};
+    workbench::save_gpt_checkpoint(dir(), checkpoint_);
+  }
+
+  Output generate(const std::string& args) const {
+    const fs::path out = tmp_ / "stdout.txt", err = tmp_ / "stderr.txt";
+    const std::string command = std::string(MINIMODEL_BIN_DIR) + "/workbook generate " + args +
+                                " > " + out.string() + " 2> " + err.string();
+    const int raw = std::system(command.c_str());
+    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, workbench::read_file(out),
+            workbench::read_file(err)};
+  }
+  // Exit status 2, nothing on stdout, one line on stderr that mentions `mention`.
+  void expect_rejected(const std::string& args, const std::string& mention) const {
+    const Output run = generate(args);
+    EXPECT_EQ(run.status, 2) << run.stderr_text;
+    EXPECT_EQ(run.stdout_text, "");
+    EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1)
+        << run.stderr_text;
+    EXPECT_NE(run.stderr_text.find(mention), std::string::npos) << run.stderr_text;
+  }
+  std::string with_checkpoint(const std::string& args) const {
+    return "--checkpoint " + dir().string() + " " + args;
+  }
+  fs::path dir() const { return tmp_ / "gpt"; }
+
+  minimodel::testing::TempDir tmp_{"generate_gpt_test"};
+  minimodel::Bpe bpe_;
+  workbench::GptCheckpoint checkpoint_;
+};
+
+TEST_F(WorkbookGenerateGpt, PrintsThePromptAndWhatGenerateSamplesWithThatSeed) {
+  const Output run = generate(with_checkpoint(
+      "--prompt \"And God said\" --temperature 1.2 --top-k 50 --top-p 0.9 --max-new 30 --seed 4"));
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  minimodel::BpeEncoder encoder(bpe_);
+  std::mt19937_64 rng(4);
+  // Past the context of 16, generate slides it: 30 new tokens after a prompt of a few.
+  const std::vector<TokenId> drawn = minimodel::generate(
+      checkpoint_.params, encoder.encode("And God said"), 30, {1.2f, 50, 0.9f}, rng);
+  EXPECT_EQ(run.stdout_text, "And God said" + encoder.decode(drawn) + "\n");
+  EXPECT_NE(run.stderr_text.find("30 generated"), std::string::npos) << run.stderr_text;
+  // Another seed, another text (an untrained model over 300 tokens at temperature 1.2).
+  const Output other = generate(with_checkpoint(
+      "--prompt \"And God said\" --temperature 1.2 --top-k 50 --top-p 0.9 --max-new 30 --seed 5"));
+  EXPECT_NE(other.stdout_text, run.stdout_text);
+}
+
+TEST_F(WorkbookGenerateGpt, TemperatureZeroIsGreedyWhateverTheSeed) {
+  const Output a = generate(with_checkpoint("--prompt \"In the\" --temperature 0 --seed 1"));
+  const Output b = generate(with_checkpoint("--prompt \"In the\" --temperature 0 --seed 2"));
+  ASSERT_EQ(a.status, 0) << a.stderr_text;
+  EXPECT_EQ(a.stdout_text, b.stdout_text);
+  EXPECT_EQ(a.stdout_text.rfind("In the", 0), 0u);
+}
+
+TEST_F(WorkbookGenerateGpt, RejectsBadKnobsNamingThem) {
+  expect_rejected(with_checkpoint("--prompt x --top-p 0"), "--top-p");
+  expect_rejected(with_checkpoint("--prompt x --top-p 1.5"), "--top-p");
+  expect_rejected(with_checkpoint("--prompt x --temperature -1"), "--temperature");
+  expect_rejected(with_checkpoint("--prompt x --top-k 5000"),
+                  "--top-k 5000 but the vocabulary has " + std::to_string(bpe_.vocab.size()));
+  expect_rejected(with_checkpoint("--prompt x --max-new 0"), "--max-new");
+  expect_rejected(with_checkpoint("--prompt x --tokens 5"), "--max-new");
+}
+
+TEST_F(WorkbookGenerateGpt, RejectsAPromptThatFillsTheContextOrIsEmpty) {
+  expect_rejected(with_checkpoint("--prompt \"In the beginning God created the heaven and the "
+                                  "earth. And the earth was without form, and void\""),
+                  "but the model's context is 16: give at most 15");
+  expect_rejected(with_checkpoint("--prompt \"\""), "--prompt is empty");
+}
+
+TEST_F(WorkbookGenerateGpt, RejectsBrokenCheckpointsNamingTheFile) {
+  fs::remove(dir() / "h0.mlp.w_fc.npy");
+  expect_rejected(with_checkpoint("--prompt x"), "h0.mlp.w_fc.npy");
+  workbench::save_gpt_checkpoint(dir(), checkpoint_);
+  workbench::write_file_atomically(dir() / "merges.txt", "#version: 0.2\nzz qq\n");
+  expect_rejected(with_checkpoint("--prompt x"), "tokenizer");
+  checkpoint_.params.layers[0].attn.w_v(1, 2) = std::numeric_limits<float>::infinity();
+  workbench::save_gpt_checkpoint(dir(), checkpoint_);
+  expect_rejected(with_checkpoint("--prompt x"), "h0.attn.w_v.npy holds inf");
+}
+
+TEST_F(WorkbookGenerateGpt, Lab10sGreedyEngineRefusesTheSamplingKnobs) {
+  workbench::Checkpoint lab10;
+  lab10.config = {11, 12, 8, 2, 2};
+  lab10.params = minimodel::testing::random_model(lab10.config, 5);
+  workbench::save_checkpoint(tmp_ / "lab10", lab10);
+  const Output run =
+      generate("--checkpoint " + (tmp_ / "lab10").string() + " --prompt \"3 4\" --temperature 0.5");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.stderr_text.find("lab 10's model, decoded greedily"), std::string::npos)
+      << run.stderr_text;
+  const Output greedy =
+      generate("--checkpoint " + (tmp_ / "lab10").string() + " --prompt \"3 4\" --tokens 2");
+  EXPECT_EQ(greedy.status, 0) << greedy.stderr_text;
+  EXPECT_EQ(greedy.stdout_text.rfind("prompt:  3 4\noutput:  ", 0), 0u) << greedy.stdout_text;
+}
+
+}  // namespace
