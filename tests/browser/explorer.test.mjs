@@ -11,7 +11,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import puppeteer from "puppeteer-core";
@@ -214,4 +214,36 @@ test("--serve serves the page on 127.0.0.1 until Ctrl-C, and names a port in use
   assert.deepEqual(await exit, [0, null]);
   assert.match(output, /stopped serving/);
   assert.deepEqual(errors, []);
+});
+
+// Lab 13's GPT on a verse of the King James Bible, when a lab 13 checkpoint is there (`workbook
+// verify 13 --impl reference` writes one; CHECKPOINT13 names another).
+const checkpoint13 = path.resolve(
+  process.env.CHECKPOINT13 || path.join(repo, "experiments/13-gpt/reference/checkpoint"));
+const verse = "And Boaz begat Obed, and Obed begat Jesse, and Jesse begat David.";
+test("lab 13's GPT: the verse as its BPE tokens, and the next token as workbook generate picks it greedily",
+     { skip: !existsSync(path.join(checkpoint13, "config.json")) && "no lab 13 checkpoint" }, async () => {
+  const html = path.join(outDir, "explore-lab13.html");
+  execFileSync(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint13, "--text", verse,
+                          "--out", html], { stdio: ["ignore", "pipe", "inherit"] });
+  const json = JSON.parse(readFileSync(html.replace(/\.html$/, ".json"), "utf8"));
+  assert.equal(json.tokens.join(""), verse);  // the BPE tokens give back the text, byte for byte
+  const gpt = await browser.newPage();
+  const errors = [];
+  gpt.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
+  gpt.on("pageerror", error => errors.push(error.message));
+  await gpt.setViewport({ width: 1280, height: 800 });
+  await gpt.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  const shown = await gpt.$$eval(".tok", elements => elements.map(e => e.textContent));
+  assert.deepEqual(shown, json.tokens.map(t => t.replace(/ /g, "·")));  // spaces visible
+  const last = json.tokens.length - 1;
+  await gpt.hover(`.tok[data-index="${last}"]`);
+  const top = await gpt.$eval("#predictions li", li => Number(li.dataset.id));
+  assert.equal(top, json.predictions[last][0].id);
+  const generated = execFileSync(workbook, ["generate", "--checkpoint", checkpoint13, "--prompt", verse,
+                                            "--temperature", "0", "--max-new", "1"], { encoding: "utf8" });
+  assert.equal(generated, verse + json.predictions[last][0].text + "\n");
+  await gpt.screenshot({ path: path.join(shots, "7-lab13-verse.png") });
+  assert.deepEqual(errors, []);
+  await gpt.close();
 });

@@ -3,6 +3,7 @@
 // explore_main.cpp; lab 13's, with its tokenizer): the input read and refused with one line, cut
 // to the model's context, and the page written with its data beside it.
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ void cut_to_context(std::vector<Token>& tokens, std::size_t max_len, PageData& p
   note_cut(cut, page);
   tokens.resize(max_len);
 }
+
+/// An engine's main: parses the explore options (exit 2 on a bad command line), runs `explore`
+/// and turns what it throws into one line and the exit status: a TODO stub 1 (naming `impl`),
+/// anything else (bad input, no memory) 2.
+int explore_engine_main(int argc, char** argv, const std::string& description,
+                        const std::string& impl,
+                        const std::function<int(const ExploreOptions&)>& explore);
 
 /// Writes the page to o.out and its JSON beside it (.json), both or neither, and prints both.
 /// @throws std::invalid_argument if o.out does not end in .html; std::runtime_error (naming the

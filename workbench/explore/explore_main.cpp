@@ -6,12 +6,8 @@
 // stub was reached, 2 bad input.
 #include <cmath>
 #include <filesystem>
-#include <iostream>
-#include <new>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "checkpoint/checkpoint.hpp"
 #include "explore/explore_engine.hpp"
@@ -19,7 +15,6 @@
 #include "generate/greedy.hpp"
 #include "minimodel/implementation.hpp"
 #include "minimodel/model/tiny_transformer.hpp"
-#include "minimodel/todo.hpp"
 #include "util/files.hpp"
 
 namespace {
@@ -104,32 +99,9 @@ int explore(const workbench::ExploreOptions& o) {
 
 int main(int argc, char** argv) {
   const std::string impl = minimodel::implementation_name();
-  CLI::App app{"The attention explorer's page for a checkpoint of lab 10's model, with the " +
-               impl +
-               " implementation of labs 04, 08 and 10. Normally run through `workbook "
-               "explore`."};
-  workbench::ExploreOptions options;
-  workbench::add_explore_options(app, options, true);
-  app.get_option("--checkpoint")->required();
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return "workbook explore: " + std::string(e.what()) + "\n";
-  });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), 2);
-  }
-
-  try {
-    return explore(options);
-  } catch (const minimodel::Todo& e) {
-    std::cerr << "workbook explore --impl " << impl << ": " << e.what() << '\n';
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "workbook explore: out of memory (std::bad_alloc)\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "workbook explore: " << e.what() << '\n';
-    return 2;
-  }
+  return workbench::explore_engine_main(
+      argc, argv,
+      "The attention explorer's page for a checkpoint of lab 10's model, with the " + impl +
+          " implementation of labs 04, 08 and 10. Normally run through `workbook explore`.",
+      impl, explore);
 }

@@ -23,7 +23,8 @@ struct ExploreOptions {
 /// has. `out_required`: the engine needs --out; the workbook command chooses a default.
 inline void add_explore_options(CLI::App& app, ExploreOptions& o, bool out_required) {
   app.add_option("--checkpoint", o.checkpoint,
-                 "A checkpoint folder of lab 10's model: config.json and one .npy per tensor");
+                 "A checkpoint folder of lab 10's model or lab 13's GPT (its config.json says "
+                 "which)");
   CLI::Option* text = app.add_option("--text", o.text, "The text to run through the model")
                           ->each([&o](const std::string&) { o.has_text = true; });
   CLI::Option* file =

@@ -28,8 +28,9 @@ std::filesystem::path experiment_folder(const Context& ctx, const Lab& lab,
 
 }  // namespace
 
-std::filesystem::path default_explore_page(const Context& ctx, const std::string& impl) {
-  return experiment_folder(ctx, ctx.require_lab("10"), impl) / "explore-checkpoint.html";
+std::filesystem::path default_explore_page(const Context& ctx, const std::string& impl,
+                                           const std::string& number) {
+  return experiment_folder(ctx, ctx.require_lab(number), impl) / "explore-checkpoint.html";
 }
 
 int explore_lab(const Context& ctx, const std::string& number, const std::string& impl,

@@ -300,7 +300,9 @@ int main(int argc, char** argv) {
       "model on a text: the tokens, a layer x head grid of heatmaps, BertViz's head view from a "
       "pointed token (or to it), each head's previous-token, induction and first-token scores, "
       "and the model's top 5 next tokens. `explore --checkpoint DIR --tokens \"3 17 4 9\"` runs "
-      "lab 10's checkpoint (building explore-<impl> first, as generate does); `explore NN` shows "
+      "lab 10's checkpoint, `--text \"...\"` lab 13's (building explore-<impl> or "
+      "explore-gpt-<impl> "
+      "first, as generate does); `explore NN` shows "
       "lab NN's last verify run (labs 01, 02, 03, 05 and 10 write their attention). Prints the "
       "page's "
       "path; --serve also serves it on 127.0.0.1 until Ctrl-C.\n"
@@ -412,9 +414,12 @@ int main(int argc, char** argv) {
             workbook::explore_lab(ctx, lab, explore_impl.empty() ? "learner" : explore_impl, page);
       } else if (!explore_options.checkpoint.empty()) {
         const std::string engine_impl = explore_impl.empty() ? "reference" : explore_impl;
-        if (page.empty()) page = workbook::default_explore_page(ctx, engine_impl);
+        // lab 13's GPT engine for its checkpoints, lab 10's for anything else (as generate)
+        const bool gpt = workbench::names_gpt_checkpoint(explore_options.checkpoint);
+        if (page.empty())
+          page = workbook::default_explore_page(ctx, engine_impl, gpt ? "13" : "10");
         explore_options.out = page;
-        status = run_engine(ctx, "explore", engine_impl,
+        status = run_engine(ctx, gpt ? "explore-gpt" : "explore", engine_impl,
                             workbench::explore_arguments(explore_options), "; nothing was written");
       } else {
         throw workbook::UsageError(
