@@ -227,7 +227,19 @@ test("lab 13's GPT: the verse as its BPE tokens, and the next token as workbook 
   execFileSync(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint13, "--text", verse,
                           "--out", html], { stdio: ["ignore", "pipe", "inherit"] });
   const json = JSON.parse(readFileSync(html.replace(/\.html$/, ".json"), "utf8"));
-  assert.equal(json.tokens.join(""), verse);  // the BPE tokens give back the text, byte for byte
+  // The BPE tokens give back the text byte for byte, or its start when the model's context is
+  // shorter (a short-mode model's), which the page says.
+  const shownText = json.tokens.join("");
+  let last = json.tokens.length - 1;  // the position whose next token generate is asked for
+  if (shownText !== verse) {
+    assert.ok(verse.startsWith(shownText), shownText);
+    assert.match(json.notes.join(" "), /only the first \d+ are shown/);
+    // A prompt generate accepts (shorter than the context) that ends where a word does, so that it
+    // encodes to the same tokens.
+    last--;
+    while (last > 0 && !json.tokens[last + 1].startsWith(" ")) last--;
+  }
+  const prompt = json.tokens.slice(0, last + 1).join("");
   const gpt = await browser.newPage();
   const errors = [];
   gpt.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
@@ -236,13 +248,12 @@ test("lab 13's GPT: the verse as its BPE tokens, and the next token as workbook 
   await gpt.goto(pathToFileURL(html).href, { waitUntil: "load" });
   const shown = await gpt.$$eval(".tok", elements => elements.map(e => e.textContent));
   assert.deepEqual(shown, json.tokens.map(t => t.replace(/ /g, "·")));  // spaces visible
-  const last = json.tokens.length - 1;
   await gpt.hover(`.tok[data-index="${last}"]`);
   const top = await gpt.$eval("#predictions li", li => Number(li.dataset.id));
   assert.equal(top, json.predictions[last][0].id);
-  const generated = execFileSync(workbook, ["generate", "--checkpoint", checkpoint13, "--prompt", verse,
+  const generated = execFileSync(workbook, ["generate", "--checkpoint", checkpoint13, "--prompt", prompt,
                                             "--temperature", "0", "--max-new", "1"], { encoding: "utf8" });
-  assert.equal(generated, verse + json.predictions[last][0].text + "\n");
+  assert.equal(generated, prompt + json.predictions[last][0].text + "\n");
   await gpt.screenshot({ path: path.join(shots, "7-lab13-verse.png") });
   assert.deepEqual(errors, []);
   await gpt.close();
