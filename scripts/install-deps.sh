@@ -16,7 +16,11 @@ packages=(
   ccache  # .ci/run shares objects between its release build and the scratch clone's
   ninja-build  # the maintainers' sanitizer build
   openmpi-bin libopenmpi-dev  # lab 14: mpiexec and MPI's headers and libraries
+  libcpp-httplib-dev  # workbook explore --serve
+  chromium  # the explorer's browser tests (tests/browser/, driven by puppeteer-core)
 )
+# The browser tests' Node.js and npm: Debian's only where none is on PATH already.
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 [[ "${1:-}" == "--fixtures" ]] && packages+=(python3-torch python3-numpy python3-regex)  # regex: scripts/bench_bpe.py
 
 missing=()

@@ -5,6 +5,7 @@
 #include <xtensor/xsort.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/heatmap.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/attention/attention.hpp"
@@ -83,5 +84,11 @@ int main(int argc, char** argv) {
     figure.row_labels = figure.col_labels = tokens;
     figure.vmax = std::max(0.05f, xt::amax(weights)());  // spread the colours over what occurs
     workbench::render_heatmaps(run.artifact("heatmap.png"), figure);
+    // The same weights for the attention explorer: `workbook explore 01`.
+    workbench::save_page_data(
+        run.artifact("explore.json"),
+        workbench::lab_page(
+            "Lab 01: multi-head attention over the sentence (seeded weights, no mask)", tokens,
+            {weights}));
   });
 }

@@ -3,6 +3,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/heatmap.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/attention/attention.hpp"
@@ -93,5 +94,11 @@ int main(int argc, char** argv) {
     heads.row_labels = heads.col_labels = tokens;
     heads.excluded_label = "masked (a future key)";
     workbench::render_heatmaps(run.artifact("heatmap.png"), heads);
+    // The same weights for the attention explorer: `workbook explore 02`.
+    workbench::save_page_data(
+        run.artifact("explore.json"),
+        workbench::lab_page(
+            "Lab 02: causal multi-head attention over the sentence (seeded weights)", tokens,
+            {weights}));
   });
 }

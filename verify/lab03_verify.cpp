@@ -5,6 +5,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/heatmap.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/attention/attention.hpp"
@@ -125,6 +126,11 @@ int main(int argc, char** argv) {
     figure.row_labels = figure.col_labels = tokens;
     figure.excluded_label = "masked (a future key)";
     workbench::render_heatmaps(run.artifact("heatmap.png"), figure);
+    // The same weights for the attention explorer: `workbook explore 03`.
+    workbench::save_page_data(
+        run.artifact("explore.json"),
+        workbench::lab_page("Lab 03: GPT-2's 12 causal heads at initialisation over the sentence",
+                            tokens, {weights}));
 
     // Query i sees i + 1 keys, so uniform attention is 1 / (i + 1) and fades down the rows; scaled
     // by (i + 1), 1 means "as much as uniform", and the heads' differences show.

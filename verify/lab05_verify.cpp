@@ -8,6 +8,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
@@ -130,6 +131,12 @@ int main(int argc, char** argv) {
     run.record("rope_self_attention_weights", at_start.weights, 1e-5, "C");
     run.check_max_abs_diff("positions 40..47 give the output of positions 0..7",
                            workbench::max_abs_diff(later.output, at_start.output), 1e-5);
+    // The weights at positions 0..7 for the attention explorer: `workbook explore 05`.
+    workbench::save_page_data(
+        run.artifact("explore.json"),
+        workbench::lab_page("Lab 05: causal self-attention with RoPE over the sentence (seeded "
+                            "weights, positions 0 to 7)",
+                            tokens, {at_start.weights}));
 
     const Tensor2 zero = xt::zeros<float>({kDModel, kDModel});
     run.check_max_abs_diff(

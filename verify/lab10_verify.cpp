@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include <xtensor/xview.hpp>
 
 #include "checkpoint/checkpoint.hpp"
+#include "explore/page_data.hpp"
 #include "figures/bar_chart.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
@@ -93,9 +95,17 @@ std::vector<std::vector<Matrix<float>>> heads_of(const ModelTape<float>& tape, s
   return heads;
 }
 
-// Mean weight on the previous token (key t − 1, for t >= 1) and on the token after the earlier
-// occurrence of the current one (key t − n + 1, for t in the second copy but its last token),
-// per [layer][head], over the batch.
+// The induction key of each query of a copying sequence whose segment has n tokens: the token
+// after the earlier occurrence of the current one, t − n + 1, for t in the second copy but its
+// last token (the task knows it; free text has workbench::induction_keys).
+std::vector<std::optional<std::size_t>> copy_induction_keys(std::size_t n) {
+  std::vector<std::optional<std::size_t>> keys(kLength);
+  for (std::size_t t = kLength - n; t + 1 < kLength; ++t) keys[t] = t - n + 1;
+  return keys;
+}
+
+// Mean weight on the previous token (key t − 1, for t >= 1) and on the induction key, per
+// [layer][head], over the batch: workbench::score_head of each sequence, averaged.
 struct HeadScores {
   std::vector<std::vector<double>> previous, induction;
 };
@@ -106,19 +116,45 @@ HeadScores head_scores(const ModelTape<float>& tape, const minimodel::CopyBatch&
   const double sequences = double(tape.batch.size());
   for (std::size_t b = 0; b < tape.batch.size(); ++b) {
     const auto heads = heads_of(tape, b);
+    const auto keys = copy_induction_keys(batch.segment[b]);
     for (std::size_t l = 0; l < layers; ++l)
       for (std::size_t h = 0; h < n_heads; ++h) {
-        const Matrix<float>& p = heads[l][h];
-        const std::size_t n = batch.segment[b];
-        double previous = 0.0, induction = 0.0;
-        for (std::size_t t = 1; t < kLength; ++t) previous += p(t, t - 1) / double(kLength - 1);
-        for (std::size_t t = kLength - n; t + 1 < kLength; ++t)
-          induction += p(t, t - n + 1) / double(n - 1);
-        scores.previous[l][h] += previous / sequences;
-        scores.induction[l][h] += induction / sequences;
+        const workbench::HeadScore score = workbench::score_head(heads[l][h], keys);
+        scores.previous[l][h] += *score.previous_token / sequences;
+        scores.induction[l][h] += *score.induction / sequences;
       }
   }
   return scores;
+}
+
+// The attention explorer's page of sequence 0 of a held-out batch (`workbook explore 10`): every
+// head, scored on that sequence with the task's induction keys, and the model's top 5 next tokens.
+workbench::PageData explorer_page(const ModelTape<float>& tape, const xt::xtensor<float, 3>& logits,
+                                  const minimodel::CopyBatch& batch) {
+  workbench::PageData page;
+  const std::size_t n = batch.segment[0];
+  page.title = "Lab 10's trained model on a held-out sequence: a segment of " + std::to_string(n) +
+               " tokens repeated at the end";
+  page.notes.push_back("induction score: the weight on key t - " + std::to_string(n - 1) +
+                       " from each query t of the second copy (the task's copied position)");
+  for (const std::size_t token : batch.tokens[0]) page.tokens.push_back(std::to_string(token));
+  page.weights = heads_of(tape, 0);
+  const auto keys = copy_induction_keys(n);
+  for (std::size_t l = 0; l < page.weights.size(); ++l)
+    for (std::size_t h = 0; h < page.weights[l].size(); ++h) {
+      page.scores.push_back(workbench::score_head(page.weights[l][h], keys));
+      page.scores.back().layer = l;
+      page.scores.back().head = h;
+    }
+  try {
+    for (std::size_t t = 0; t < logits.shape(1); ++t)
+      page.predictions.push_back(workbench::top_predictions(
+          xt::view(logits, 0, t), 5, [](std::size_t id) { return std::to_string(id); }));
+  } catch (const std::invalid_argument& e) {  // a logit that is not finite: the checks say more
+    page.predictions.clear();
+    page.notes.push_back(std::string("no next-token predictions: ") + e.what());
+  }
+  return page;
 }
 
 std::string fixed(double value, int decimals = 3) {
@@ -374,6 +410,7 @@ int main(int argc, char** argv) {
 
     // ---- The heads ----
     const HeadScores trained = head_scores(tape, test);
+    workbench::save_page_data(run.artifact("explore.json"), explorer_page(tape, logits, test));
     ModelTape<float> initial_tape;
     minimodel::model_forward(initial, model.n_heads, test.tokens, initial_tape);
     const HeadScores random = head_scores(initial_tape, test);

@@ -2,6 +2,7 @@
 // The verbs of the `workbook` command, one file each (list.cpp, check.cpp, …). Each returns its
 // exit status (ExitStatus in workspace.hpp); usage and environment problems are thrown as
 // UsageError and EnvironmentError and reported by workbook_main.cpp.
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
@@ -36,6 +37,19 @@ int grade(const Context& ctx, bool json);
 /// `corpus [--out DIR]`: lab 12's King James Bible corpus; DIR defaults to BUILD/corpus.
 int write_corpus(const Context& ctx, const std::string& out);  // corpus.cpp
 int watch(const Context& ctx, bool poll);
+
+// explore.cpp: the attention explorer's page.
+/// `explore NN`: writes lab NN's explore.html from the explore.json of its last verify run with
+/// `impl` ("learner" or "reference"), and sets `page` to its path.
+int explore_lab(const Context& ctx, const std::string& number, const std::string& impl,
+                std::filesystem::path& page);
+/// Where `explore --checkpoint` writes its page without --out: explore-checkpoint.html in the
+/// experiment folder of `impl` of lab `number` (10 or 13, whose model the checkpoint holds).
+std::filesystem::path default_explore_page(const Context& ctx, const std::string& impl,
+                                           const std::string& number);
+/// Serves `page` at http://127.0.0.1:port/ (port 0: any free one, printed) until SIGINT, SIGTERM
+/// or SIGHUP; a port it cannot listen on gets one line and kEnvironment.
+int serve_page(const std::filesystem::path& page, int port);
 
 struct BenchOptions {
   std::string impl = "both";  ///< "reference", "learner" or "both"

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attend/attend_options.hpp"
+#include "explore/explore_options.hpp"
 #include "generate/generate_options.hpp"
 #include "runner/verbs.hpp"
 #include "tokenize/tokenize_options.hpp"
@@ -302,6 +303,40 @@ int main(int argc, char** argv) {
       "Revelation). Both files or neither are written.");
   corpus_cmd->add_option("--out", corpus_out, "The folder to write into (default: BUILD/corpus)");
 
+  std::string explore_impl;  // default: reference for --checkpoint, learner for a lab's run
+  workbench::ExploreOptions explore_options;
+  bool serve = false;
+  int port = 8000;
+  CLI::App* explore_cmd = app.add_subcommand(
+      "explore",
+      "The attention explorer: one self-contained HTML page (no network) showing every head of a "
+      "model on a text: the tokens, a layer x head grid of heatmaps, BertViz's head view from a "
+      "pointed token (or to it), each head's previous-token, induction and first-token scores, "
+      "and the model's top 5 next tokens. `explore --checkpoint DIR --tokens \"3 17 4 9\"` runs "
+      "lab 10's checkpoint, `--text \"...\"` lab 13's (building explore-<impl> or "
+      "explore-gpt-<impl> "
+      "first, as generate does); `explore NN` shows "
+      "lab NN's last verify run (labs 01, 02, 03, 05 and 10 write their attention). Prints the "
+      "page's "
+      "path; --serve also serves it on 127.0.0.1 until Ctrl-C.\n"
+      "Exit status: 0 done; 1 no verify run to show, a TODO stub, or code that does not "
+      "compile; 2 bad input (a missing or broken checkpoint, empty or invalid text), nothing "
+      "written then; 3 the port is in use or the reference crashed; 4 the learner "
+      "implementation crashed.");
+  explore_cmd->add_option("NN", lab, "A lab whose last verify run to show, e.g. 10");
+  explore_cmd
+      ->add_option("--impl", explore_impl,
+                   "Whose code: the reference solutions/ or your src/ (default: reference with "
+                   "--checkpoint, learner for a lab's run, as verify)")
+      ->check(CLI::IsMember({"reference", "learner"}));
+  workbench::add_explore_options(*explore_cmd, explore_options, false);
+  explore_cmd->get_option("--checkpoint")->excludes("NN");
+  explore_cmd->add_flag("--serve", serve,
+                        "Serve the page at http://127.0.0.1:PORT/ until Ctrl-C (cpp-httplib)");
+  explore_cmd->add_option("--port", port, "The port --serve listens on; 0: any free one, printed")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+
   workbook::BenchOptions bench_options;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench",
@@ -366,7 +401,7 @@ int main(int argc, char** argv) {
     // ctest it runs starts workbook commands on the same build folder.
     std::optional<workbook::BuildLock> lock;
     if (!*attend_cmd && !*generate_cmd && !*watch_cmd && !*hint_cmd && !*reset_cmd &&
-        !*dev_check_cmd && !*corpus_cmd && !*tokenize_cmd)
+        !*dev_check_cmd && !*corpus_cmd && !*tokenize_cmd && !*explore_cmd)
       lock.emplace(ctx.ws);
     if (*attend_cmd)
       return run_engine(ctx, "attend", impl, workbench::attend_arguments(options),
@@ -380,6 +415,33 @@ int main(int argc, char** argv) {
     if (*tokenize_cmd)
       return run_engine(ctx, "tokenize", tokenize_impl,
                         workbench::tokenize_arguments(tokenize_commands, tokenize_options));
+    if (*explore_cmd) {
+      std::filesystem::path page = explore_options.out;
+      int status = workbook::kUsage;
+      if (!lab.empty()) {
+        if (!explore_options.out.empty() || explore_options.has_text ||
+            explore_options.has_text_file || explore_options.has_tokens)
+          throw workbook::UsageError(
+              "explore NN shows lab NN's verify run: --text, --text-file, --tokens and --out go "
+              "with --checkpoint");
+        status =
+            workbook::explore_lab(ctx, lab, explore_impl.empty() ? "learner" : explore_impl, page);
+      } else if (!explore_options.checkpoint.empty()) {
+        const std::string engine_impl = explore_impl.empty() ? "reference" : explore_impl;
+        // lab 13's GPT engine for its checkpoints, lab 10's for anything else (as generate)
+        const bool gpt = workbench::names_gpt_checkpoint(explore_options.checkpoint);
+        if (page.empty())
+          page = workbook::default_explore_page(ctx, engine_impl, gpt ? "13" : "10");
+        explore_options.out = page;
+        status = run_engine(ctx, gpt ? "explore-gpt" : "explore", engine_impl,
+                            workbench::explore_arguments(explore_options), "; nothing was written");
+      } else {
+        throw workbook::UsageError(
+            "explore needs a lab (`workbook explore 10`) or a checkpoint (`workbook explore "
+            "--checkpoint DIR --tokens \"3 17 4 9\"`)");
+      }
+      return status == 0 && serve ? workbook::serve_page(page, port) : status;
+    }
     const std::optional<std::string> lab_arg =
         lab.empty() ? std::nullopt : std::optional<std::string>(lab);
     if (*list_cmd) return workbook::list_labs(ctx);

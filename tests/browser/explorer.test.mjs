@@ -1,0 +1,260 @@
+// The attention explorer's page (`workbook explore`) in a real headless Chromium: Debian's
+// /usr/bin/chromium driven by puppeteer-core (no browser download). The page is made here by
+// `workbook explore` from lab 10's reference checkpoint, which `workbook verify 10 --impl
+// reference` (or the test workflow) writes; the C++ side's own numbers are the .json it writes
+// beside the page, and `workbook generate` is asked for the next token independently.
+//
+//   BUILD_DIR       the build folder (default: ../../build)
+//   CHECKPOINT      lab 10's checkpoint (default: experiments/10-induction-heads/reference/checkpoint)
+//   CHROMIUM        the browser (default: /usr/bin/chromium)
+// Screenshots of each view go to BUILD_DIR/browser-tests/screenshots/.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import puppeteer from "puppeteer-core";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, "../..");
+const build = path.resolve(process.env.BUILD_DIR || path.join(repo, "build"));
+const checkpoint = path.resolve(
+  process.env.CHECKPOINT || path.join(repo, "experiments/10-induction-heads/reference/checkpoint"));
+const outDir = path.join(build, "browser-tests");
+const shots = path.join(outDir, "screenshots");
+const workbook = path.join(build, "bin/workbook");
+// Lab 10's task: random tokens, then a segment repeated once (12 random, 10 twice).
+const tokens = "8 23 4 55 19 30 1 42 60 11 27 36 5 40 12 7 33 21 9 50 2 61 5 40 12 7 33 21 9 50 2 61";
+const ids = tokens.split(" ").map(Number);
+
+let browser, page, data;
+const problems = [];  // console errors, page errors, requests that left the file
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  const html = path.join(outDir, "explore-lab10.html");
+  execFileSync(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint,
+                          "--tokens", tokens, "--out", html], { stdio: ["ignore", "pipe", "inherit"] });
+  data = JSON.parse(readFileSync(html.replace(/\.html$/, ".json"), "utf8"));  // the C++ side's
+  browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : [],
+  });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  page.on("console", message => { if (message.type() === "error") problems.push("console: " + message.text()); });
+  page.on("pageerror", error => problems.push("page error: " + error.message));
+  await page.setRequestInterception(true);
+  page.on("request", request => {
+    if (request.url().startsWith("file:")) return request.continue();
+    problems.push("network request: " + request.url());
+    return request.abort();
+  });
+  await page.goto(pathToFileURL(html).href, { waitUntil: "load" });
+});
+
+after(async () => { if (browser) await browser.close(); });
+
+const round4 = x => Math.round(x * 1e4) / 1e4;
+
+async function selectHead(l, h, shift = false) {
+  if (shift) await page.keyboard.down("Shift");
+  await page.click(`.cell[data-layer="${l}"][data-head="${h}"]`);
+  if (shift) await page.keyboard.up("Shift");
+}
+async function showDirection(direction) {  // through the page's own button
+  if (await page.evaluate(() => window.explorer.state.direction) !== direction) await page.click("#direction");
+  assert.equal(await page.evaluate(() => window.explorer.state.direction), direction);
+}
+const stripWeights = () => page.$$eval(".tok", elements => elements.map(e => Number(e.dataset.weight)));
+const rankedKeys = () => page.$$eval("#ranking li", items => items.map(li => Number(li.dataset.index)));
+
+test("the page loads with no console error and no network request", async () => {
+  assert.equal(await page.$$eval(".tok", e => e.length), ids.length);
+  assert.equal(await page.$$eval(".cell", e => e.length), data.n_layers * data.n_heads);
+  await page.screenshot({ path: path.join(shots, "1-loaded.png") });
+  assert.deepEqual(problems, []);
+});
+
+test("pointing at token i in head (l, h) shades exactly the keys the JSON gives, top weight first", async () => {
+  await showDirection("from");
+  for (const [l, h, i] of [[0, 0, 20], [1, 2, 25], [1, 3, 31], [0, 3, 0]]) {
+    await selectHead(l, h);
+    await page.hover(`.tok[data-index="${i}"]`);
+    const expected = data.weights[l][h][i];
+    const shown = await stripWeights();
+    assert.deepEqual(shown, expected.map(round4), `head (${l}, ${h}), token ${i}`);
+    const shaded = await page.$$eval(".tok", elements =>
+      elements.map(e => e.style.background !== "" && !e.style.background.startsWith("rgb(255, 255, 255)")));
+    assert.deepEqual(shaded, expected.map(w => w > 0), `shaded keys of head (${l}, ${h}), token ${i}`);
+    const order = expected.map((w, s) => s).filter(s => expected[s] > 0)
+      .sort((a, b) => expected[b] - expected[a] || a - b);
+    assert.deepEqual(await rankedKeys(), order.slice(0, 8), `ranking of head (${l}, ${h}), token ${i}`);
+    assert.equal(await page.$$eval("#headview line", lines => lines.length), order.length);
+  }
+  await page.screenshot({ path: path.join(shots, "2-from-a-query.png") });
+});
+
+test("pointing at a key in the head view shows the reverse: the weights to it from every query", async () => {
+  await selectHead(1, 3);
+  await page.hover(`#headview text[data-side="to"][data-index="5"]`);
+  const column = data.weights[1][3].map(row => round4(row[5]));
+  assert.deepEqual(await stripWeights(), column);
+  await page.screenshot({ path: path.join(shots, "3-to-a-key.png") });
+});
+
+test("several heads: Shift+click adds a head, each drawn in its colour, the strip their mean", async () => {
+  await selectHead(0, 0);
+  await selectHead(1, 3, true);
+  await page.hover(`#headview text[data-side="from"][data-index="27"]`);  // from token 27
+  const mean = data.weights[0][0][27].map((w, s) => round4((w + data.weights[1][3][27][s]) / 2));
+  const shown = await stripWeights();
+  shown.forEach((w, s) => assert.ok(Math.abs(w - mean[s]) <= 1.5e-4, `key ${s}: ${w} vs ${mean[s]}`));
+  const colours = await page.$$eval("#headview line", lines => new Set(lines.map(l => l.getAttribute("stroke"))).size);
+  assert.equal(colours, 2);
+  await page.screenshot({ path: path.join(shots, "4-two-heads.png") });
+});
+
+test("the scores table shows what the C++ side computed, and sorts", async () => {
+  const rows = await page.$$eval("#scores tbody tr", trs => trs.map(tr => ({
+    layer: Number(tr.dataset.layer), head: Number(tr.dataset.head),
+    cells: [...tr.querySelectorAll("td[data-key]")].map(td => [td.dataset.key, td.textContent]) })));
+  assert.equal(rows.length, data.scores.length);
+  for (const row of rows) {
+    const expected = data.scores.find(s => s.layer === row.layer && s.head === row.head);
+    for (const [key, text] of row.cells)
+      assert.equal(text, expected[key] === null ? "—" : expected[key].toFixed(4), `L${row.layer} H${row.head} ${key}`);
+  }
+  await page.click('#scores th button[data-key="induction"]');
+  const sorted = await page.$$eval('#scores tbody td[data-key="induction"]', tds => tds.map(td => td.textContent));
+  const expected = data.scores.map(s => s.induction).sort((a, b) => b - a).map(x => x.toFixed(4));
+  assert.deepEqual(sorted, expected);
+  await page.screenshot({ path: path.join(shots, "5-scores-sorted.png") });
+});
+
+test("the next-token panel is the model's distribution, and its top token is what workbook generate picks", async () => {
+  for (const i of [3, 15, 24, 28]) {
+    await page.hover(`.tok[data-index="${i}"]`);
+    const shown = await page.$$eval("#predictions li", items => items.map(li => [
+      Number(li.dataset.id), Number(li.querySelector(".value").textContent)]));
+    assert.deepEqual(shown, data.predictions[i].map(p => [p.id, Number(p.probability.toFixed(4))]), `position ${i}`);
+    const generated = execFileSync(workbook, ["generate", "--checkpoint", checkpoint, "--prompt",
+                                              ids.slice(0, i + 1).join(" "), "--tokens", "1"], { encoding: "utf8" });
+    const next = Number(/output:\s+(\d+)/.exec(generated)[1]);
+    assert.equal(shown[0][0], next, `position ${i}: the panel's top token vs workbook generate`);
+  }
+});
+
+test("the keyboard reaches every part: arrows move along the text, k reverses, Enter selects a head", async () => {
+  await page.focus('.tok[data-index="10"]');
+  await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("ArrowRight");
+  assert.equal(await page.evaluate(() => window.explorer.state.pointed), 12);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.index), "12");
+  const direction = await page.evaluate(() => window.explorer.state.direction);
+  await page.keyboard.press("k");
+  assert.equal(await page.evaluate(() => window.explorer.state.direction), direction === "from" ? "to" : "from");
+  await page.keyboard.press("k");
+  await page.focus('.cell[data-layer="1"][data-head="1"]');
+  await page.keyboard.press("Enter");
+  assert.deepEqual(await page.evaluate(() => window.explorer.state.selected), [[1, 1]]);
+  assert.deepEqual(problems, []);
+});
+
+test("a lab's own run (workbook explore 02: attention alone, no predictions) loads with no error", async () => {
+  const run = execFileSync(workbook, ["explore", "02", "--impl", "reference"], { encoding: "utf8" });
+  const html = path.join(repo, /wrote (\S+)/.exec(run)[1]);
+  const lab = await browser.newPage();
+  const errors = [];
+  lab.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
+  lab.on("pageerror", error => errors.push(error.message));
+  await lab.setViewport({ width: 1280, height: 800 });
+  await lab.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  const json = JSON.parse(readFileSync(path.join(path.dirname(html), "explore.json"), "utf8"));
+  assert.equal(await lab.$$eval(".tok", e => e.length), json.tokens.length);
+  assert.match(await lab.$eval("#predictions", e => e.textContent), /no next-token prediction/);
+  await lab.hover('.tok[data-index="3"]');
+  const shown = await lab.$$eval(".tok", elements => elements.map(e => Number(e.dataset.weight)));
+  const [l, h] = await lab.evaluate(() => window.explorer.state.selected[0]);
+  assert.deepEqual(shown, json.weights[l][h][3].map(round4));
+  await lab.screenshot({ path: path.join(shots, "6-lab02-run.png") });
+  assert.deepEqual(errors, []);
+  await lab.close();
+});
+
+test("--serve serves the page on 127.0.0.1 until Ctrl-C, and names a port in use in one line", async () => {
+  const server = spawn(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint, "--tokens", tokens,
+                                  "--out", path.join(outDir, "explore-served.html"), "--serve", "--port", "0"]);
+  let output = "";
+  server.stdout.on("data", chunk => { output += chunk; });
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("no URL in: " + output)), 20000);
+    server.stdout.on("data", () => {
+      const found = /at (http:\/\/127\.0\.0\.1:(\d+)\/)/.exec(output);
+      if (found) { clearTimeout(timer); resolve(found[1]); }
+    });
+  });
+  const served = await browser.newPage();
+  const errors = [];
+  served.on("pageerror", error => errors.push(error.message));
+  await served.goto(url, { waitUntil: "load" });
+  assert.equal(await served.$$eval(".tok", e => e.length), ids.length);
+  await served.close();
+  const port = /:(\d+)\//.exec(url)[1];
+  const second = spawnSync(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint, "--tokens", "1 2",
+                                      "--out", path.join(outDir, "explore-second.html"), "--serve", "--port", port],
+                           { encoding: "utf8", timeout: 20000 });
+  assert.equal(second.status, 3);
+  assert.match(second.stderr, /cannot listen on 127\.0\.0\.1:\d+ \(is the port in use\?\)/);
+  assert.equal(second.stderr.trim().split("\n").length, 1);
+  const exit = new Promise(resolve => server.on("exit", (code, signal) => resolve([code, signal])));
+  server.kill("SIGINT");
+  assert.deepEqual(await exit, [0, null]);
+  assert.match(output, /stopped serving/);
+  assert.deepEqual(errors, []);
+});
+
+// Lab 13's GPT on a verse of the King James Bible, when a lab 13 checkpoint is there (`workbook
+// verify 13 --impl reference` writes one; CHECKPOINT13 names another).
+const checkpoint13 = path.resolve(
+  process.env.CHECKPOINT13 || path.join(repo, "experiments/13-gpt/reference/checkpoint"));
+const verse = "And Boaz begat Obed, and Obed begat Jesse, and Jesse begat David.";
+test("lab 13's GPT: the verse as its BPE tokens, and the next token as workbook generate picks it greedily",
+     { skip: !existsSync(path.join(checkpoint13, "config.json")) && "no lab 13 checkpoint" }, async () => {
+  const html = path.join(outDir, "explore-lab13.html");
+  execFileSync(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint13, "--text", verse,
+                          "--out", html], { stdio: ["ignore", "pipe", "inherit"] });
+  const json = JSON.parse(readFileSync(html.replace(/\.html$/, ".json"), "utf8"));
+  // The BPE tokens give back the text byte for byte, or its start when the model's context is
+  // shorter (a short-mode model's), which the page says.
+  const shownText = json.tokens.join("");
+  let last = json.tokens.length - 1;  // the position whose next token generate is asked for
+  if (shownText !== verse) {
+    assert.ok(verse.startsWith(shownText), shownText);
+    assert.match(json.notes.join(" "), /only the first \d+ are shown/);
+    // A prompt generate accepts (shorter than the context) that ends where a word does, so that it
+    // encodes to the same tokens.
+    last--;
+    while (last > 0 && !json.tokens[last + 1].startsWith(" ")) last--;
+  }
+  const prompt = json.tokens.slice(0, last + 1).join("");
+  const gpt = await browser.newPage();
+  const errors = [];
+  gpt.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
+  gpt.on("pageerror", error => errors.push(error.message));
+  await gpt.setViewport({ width: 1280, height: 800 });
+  await gpt.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  const shown = await gpt.$$eval(".tok", elements => elements.map(e => e.textContent));
+  assert.deepEqual(shown, json.tokens.map(t => t.replace(/ /g, "·")));  // spaces visible
+  await gpt.hover(`.tok[data-index="${last}"]`);
+  const top = await gpt.$eval("#predictions li", li => Number(li.dataset.id));
+  assert.equal(top, json.predictions[last][0].id);
+  const generated = execFileSync(workbook, ["generate", "--checkpoint", checkpoint13, "--prompt", prompt,
+                                            "--temperature", "0", "--max-new", "1"], { encoding: "utf8" });
+  assert.equal(generated, prompt + json.predictions[last][0].text + "\n");
+  await gpt.screenshot({ path: path.join(shots, "7-lab13-verse.png") });
+  assert.deepEqual(errors, []);
+  await gpt.close();
+});

@@ -1,0 +1,102 @@
+// `workbook explore`: the attention explorer's page. `explore NN` renders lab NN's last verify
+// run (the explore.json its verify program wrote) as explore.html beside it; `explore
+// --checkpoint` runs the explore engine (workbook_main.cpp) and this file only chooses its page's
+// path; --serve serves either page on 127.0.0.1 with cpp-httplib until Ctrl-C.
+#include <pthread.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <httplib.h>
+
+#include "explore/page_data.hpp"
+#include "runner/verbs.hpp"
+#include "util/files.hpp"
+
+namespace workbook {
+
+namespace {
+
+// Lab NN's experiment folder for `impl`: the learner's, or its reference/ subfolder.
+std::filesystem::path experiment_folder(const Context& ctx, const Lab& lab,
+                                        const std::string& impl) {
+  const std::filesystem::path folder = ctx.ws.repo / lab.experiment;
+  return impl == "reference" ? folder / "reference" : folder;
+}
+
+}  // namespace
+
+std::filesystem::path default_explore_page(const Context& ctx, const std::string& impl,
+                                           const std::string& number) {
+  return experiment_folder(ctx, ctx.require_lab(number), impl) / "explore-checkpoint.html";
+}
+
+int explore_lab(const Context& ctx, const std::string& number, const std::string& impl,
+                std::filesystem::path& page_path) {
+  const Lab& lab = ctx.require_lab(number);
+  const std::filesystem::path folder = experiment_folder(ctx, lab, impl);
+  const std::filesystem::path data_path = folder / "explore.json";
+  const std::string verify =
+      "workbook verify " + lab.number + (impl == "reference" ? " --impl reference" : "");
+  if (!std::filesystem::is_regular_file(data_path)) {
+    std::cerr << "workbook explore " << lab.number << ": no " << ctx.ws.relative(data_path)
+              << ": run `" << verify
+              << "` first (the verify programs of labs 01, 02, 03, 05 and 10 write their attention "
+                 "there)\n";
+    return kNotDone;
+  }
+  workbench::PageData page;
+  try {
+    page = workbench::page_from_json(nlohmann::json::parse(workbench::read_file(data_path)));
+  } catch (const std::exception& e) {
+    std::cerr << "workbook explore " << lab.number << ": " << ctx.ws.relative(data_path) << ": "
+              << e.what() << "; run `" << verify << "` again\n";
+    return kNotDone;
+  }
+  page_path = folder / "explore.html";
+  workbench::write_file_atomically(page_path, workbench::explorer_html(page));
+  std::cout << "wrote " << ctx.ws.relative(page_path) << '\n';
+  return kSuccess;
+}
+
+int serve_page(const std::filesystem::path& page_path, int port) {
+  const std::string html = workbench::read_file(page_path);
+  httplib::Server server;
+  // cpp-httplib's default also sets SO_REUSEPORT, which lets a second server share a port already
+  // in use: SO_REUSEADDR alone allows a quick restart but refuses a port another one listens on.
+  server.set_socket_options([](socket_t socket) {
+    const int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  server.Get("/", [&html](const httplib::Request&, httplib::Response& response) {
+    response.set_content(html, "text/html; charset=utf-8");
+  });
+  // Ctrl-C, SIGTERM and a closed terminal are waited for below, not handled: blocked here, before
+  // the server's threads start, so that they inherit the mask and the signal comes to sigwait.
+  sigset_t signals, previous;
+  sigemptyset(&signals);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, signal);
+  pthread_sigmask(SIG_BLOCK, &signals, &previous);
+  const int bound = port == 0 ? server.bind_to_any_port("127.0.0.1")
+                              : (server.bind_to_port("127.0.0.1", port) ? port : -1);
+  if (bound < 0) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    std::cerr << "workbook explore --serve: cannot listen on 127.0.0.1:" << port
+              << " (is the port in use?); give another with --port, or --port 0 for any free one\n";
+    return kEnvironment;
+  }
+  std::cout << "serving " << page_path.filename().string() << " at http://127.0.0.1:" << bound
+            << "/ until Ctrl-C" << std::endl;
+  std::thread listener([&server] { server.listen_after_bind(); });
+  int signal = 0;
+  sigwait(&signals, &signal);
+  server.stop();
+  listener.join();
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  std::cout << "stopped serving" << std::endl;
+  return kSuccess;
+}
+
+}  // namespace workbook
