@@ -367,8 +367,10 @@ nlohmann::json recorded_outputs(const workbook::Lab& lab,
   const fs::path dir = fs::temp_directory_path() /
                        ("verify_outputs_lab" + lab.number + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
-  const workbench::CapturedRun run = workbench::run_captured(
+  // As the workbook runs it: a lab with ranks under mpiexec (Lab::command).
+  const auto [command, args] = lab.command(
       program.string(), {"--out", (dir / "out").string(), "--dump", (dir / "dump").string()});
+  const workbench::CapturedRun run = workbench::run_captured(command, args);
   const nlohmann::json outputs =
       run.status.ok() ? nlohmann::json::parse(read(dir / "dump" / "outputs.json"), nullptr, false)
                       : nlohmann::json();
