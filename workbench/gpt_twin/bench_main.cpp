@@ -31,7 +31,7 @@ struct Options {
   fs::path dump;
   std::size_t repetitions = 10;
   int threads = 1;
-  bool json = false, quick = false;
+  bool json = false, quick = false, train_only = false;
 };
 
 double cpu_seconds() {
@@ -49,18 +49,23 @@ nlohmann::json timed(const std::function<void()>& call, std::size_t repetitions,
                      int threads, double tokens_per_call) {
   const double cpu_start = cpu_seconds(), wall_start = wall_seconds();
   for (std::size_t i = 0; i < warmup; ++i) call();
-  std::vector<double> times;
+  std::vector<double> times, cpu_times;
   for (std::size_t i = 0; i < repetitions; ++i) {
-    const double start = wall_seconds();
+    const double start = wall_seconds(), cpu_before = cpu_seconds();
     call();
     times.push_back(wall_seconds() - start);
+    cpu_times.push_back(cpu_seconds() - cpu_before);
   }
   const double cpu = cpu_seconds() - cpu_start, wall = wall_seconds() - wall_start;
-  std::sort(times.begin(), times.end());
-  const std::size_t n = times.size();
-  const double median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  const auto median_of = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+  };
+  const double median = median_of(times);
   const double ratio = cpu / (wall * threads);
   return {{"median_ms", median * 1e3},
+          {"median_cpu_ms", median_of(cpu_times) * 1e3},
           {"tokens_per_s", tokens_per_call / median},
           {"cpu_wall",
            {{"cpu_s", cpu},
@@ -68,6 +73,45 @@ nlohmann::json timed(const std::function<void()>& call, std::size_t repetitions,
             {"threads", threads},
             {"ratio", ratio},
             {"ok", ratio >= 0.85 && ratio <= 1.15}}}};
+}
+
+// Sampling with and without the KV cache, into result["sampling"].
+void time_sampling(const minimodel::GptParams<float>& params,
+                   const std::vector<minimodel::TokenId>& prompt, std::size_t new_tokens,
+                   const Options& options, nlohmann::json& result) {
+  using namespace minimodel;
+  const std::size_t prompt_length = prompt.size();
+  const GptConfig& config = params.config;
+  // Greedy sampling, so that the two ways must give the same tokens.
+  SamplingOptions greedy;
+  greedy.temperature = 0;
+  std::vector<TokenId> with_cache, without_cache;
+  const auto cached = [&] {
+    std::mt19937_64 sampler(7);
+    with_cache = generate(params, prompt, new_tokens, greedy, sampler);
+  };
+  GptTape<float> sample_tape;
+  const auto uncached = [&] {
+    std::vector<TokenId> text = prompt;
+    without_cache.clear();
+    for (std::size_t i = 0; i < new_tokens; ++i) {
+      BatchTokens tokens({1, text.size()});
+      std::copy(text.begin(), text.end(), tokens.begin());
+      const auto& logits = gpt_forward(params, tokens, sample_tape);  // (1, t, V)
+      const float* last = logits.data() + (text.size() - 1) * config.vocab;
+      const TokenId next = TokenId(std::max_element(last, last + config.vocab) - last);
+      text.push_back(next);
+      without_cache.push_back(next);
+    }
+  };
+  result["sampling"] = {{"prompt", prompt_length}, {"new_tokens", new_tokens}};
+  result["sampling"]["cached"] =
+      timed(cached, options.repetitions, 1, options.threads, double(new_tokens));
+  result["sampling"]["uncached"] =
+      timed(uncached, std::max<std::size_t>(1, options.repetitions / 2), 1, options.threads,
+            double(new_tokens));
+  result["sampling"]["cached_equals_uncached"] = with_cache == without_cache;
+
 }
 
 int run(const Options& options) {
@@ -126,36 +170,7 @@ int run(const Options& options) {
       timed([&] { train_step(params, grads, adamw, tape, batch, train); }, options.repetitions, 2,
             options.threads, double(batch_size * context));
 
-  // Greedy sampling, so that the two ways must give the same tokens.
-  SamplingOptions greedy;
-  greedy.temperature = 0;
-  std::vector<TokenId> with_cache, without_cache;
-  const auto cached = [&] {
-    std::mt19937_64 sampler(7);
-    with_cache = generate(params, prompt, new_tokens, greedy, sampler);
-  };
-  GptTape<float> sample_tape;
-  const auto uncached = [&] {
-    std::vector<TokenId> text = prompt;
-    without_cache.clear();
-    for (std::size_t i = 0; i < new_tokens; ++i) {
-      BatchTokens tokens({1, text.size()});
-      std::copy(text.begin(), text.end(), tokens.begin());
-      const auto& logits = gpt_forward(params, tokens, sample_tape);  // (1, t, V)
-      const float* last = logits.data() + (text.size() - 1) * config.vocab;
-      const TokenId next = TokenId(std::max_element(last, last + config.vocab) - last);
-      text.push_back(next);
-      without_cache.push_back(next);
-    }
-  };
-  result["sampling"] = {{"prompt", prompt_length}, {"new_tokens", new_tokens}};
-  result["sampling"]["cached"] =
-      timed(cached, options.repetitions, 1, options.threads, double(new_tokens));
-  result["sampling"]["uncached"] =
-      timed(uncached, std::max<std::size_t>(1, options.repetitions / 2), 1, options.threads,
-            double(new_tokens));
-  result["sampling"]["cached_equals_uncached"] = with_cache == without_cache;
-
+  if (!options.train_only) time_sampling(params, prompt, new_tokens, options, result);
   if (options.json) {
     std::printf("%s\n", result.dump(2).c_str());
   } else {
@@ -163,7 +178,8 @@ int run(const Options& options) {
                 result["train_step"]["median_ms"].get<double>(),
                 result["train_step"]["tokens_per_s"].get<double>());
     for (const char* kind : {"cached", "uncached"})
-      std::printf("sampling %s: %.0f tokens/s\n", kind,
+      if (result.contains("sampling"))
+        std::printf("sampling %s: %.0f tokens/s\n", kind,
                   result["sampling"][kind]["tokens_per_s"].get<double>());
   }
   return 0;
@@ -179,6 +195,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "OpenBLAS threads");
   app.add_flag("--json", options.json, "print the timings as JSON");
   app.add_flag("--quick", options.quick, "a small model: a smoke test");
+  app.add_flag("--train-only", options.train_only,
+               "time the training step alone (to profile it: perf record gpt-bench --train-only)");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(options);

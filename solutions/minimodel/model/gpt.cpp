@@ -101,15 +101,34 @@ void linear_backward(const Matrix<Real>& x, const Matrix<Real>& w, const Matrix<
   ensure_shape(db, {n});
   gemm<Real>(true, false, k, n, rows, 1, x.data(), k, d_out.data(), n, 0, dw.data(), n);
   std::fill(db.begin(), db.end(), Real(0));
+  Real* sum = db.data();
   for (std::size_t r = 0; r < rows; ++r) {
     const Real* row = d_out.data() + r * n;
-    for (std::size_t j = 0; j < n; ++j) db(j) += row[j];
+    for (std::size_t j = 0; j < n; ++j) sum[j] += row[j];
   }
   if (dx) {
     if (!accumulate) ensure_shape(*dx, {rows, k});
     gemm<Real>(false, true, rows, k, n, 1, d_out.data(), n, w.data(), n, accumulate ? 1 : 0,
                dx->data(), k);
   }
+}
+
+// Σ row[j] and Σ a[j] b[j] over j < n: in float through the SIMD loops of lab 07 (a loop's float
+// sum cannot be vectorised, each add waiting for the last: half of LayerNorm's time).
+template <class Real>
+Real row_sum(const Real* row, std::size_t n) {
+  if constexpr (std::is_same_v<Real, float>) return simd::row_sum(row, n);
+  Real sum = 0;
+  for (std::size_t j = 0; j < n; ++j) sum += row[j];
+  return sum;
+}
+
+template <class Real>
+Real row_dot(const Real* a, const Real* b, std::size_t n) {
+  if constexpr (std::is_same_v<Real, float>) return simd::row_dot(a, b, n);
+  Real sum = 0;
+  for (std::size_t j = 0; j < n; ++j) sum += a[j] * b[j];
+  return sum;
 }
 
 // LayerNorm over each row of x (N, d), biased variance, eps 1e-5, into `norm`.
@@ -120,22 +139,20 @@ void layer_norm_rows(const Matrix<Real>& x, const Vector<Real>& gain, const Vect
   ensure_shape(norm.normalized, {rows, d});
   ensure_shape(norm.out, {rows, d});
   ensure_shape(norm.inv_std, {rows});
+  const Real *g = gain.data(), *b = bias.data();
   parallel_for(rows, 8 * d, [&](std::size_t first, std::size_t last, std::size_t) {
     for (std::size_t r = first; r < last; ++r) {
       const Real* in = x.data() + r * d;
       Real* xhat = norm.normalized.data() + r * d;
       Real* out = norm.out.data() + r * d;
-      Real mean = 0;
-      for (std::size_t j = 0; j < d; ++j) mean += in[j];
-      mean /= Real(d);
-      Real var = 0;
-      for (std::size_t j = 0; j < d; ++j) var += (in[j] - mean) * (in[j] - mean);
-      var /= Real(d);
+      const Real mean = row_sum(in, d) / Real(d);
+      for (std::size_t j = 0; j < d; ++j) xhat[j] = in[j] - mean;
+      const Real var = row_dot(xhat, xhat, d) / Real(d);
       const Real inv_std = Real(1) / std::sqrt(var + Real(kLayerNormEps));
       norm.inv_std(r) = inv_std;
       for (std::size_t j = 0; j < d; ++j) {
-        xhat[j] = (in[j] - mean) * inv_std;
-        out[j] = xhat[j] * gain(j) + bias(j);
+        xhat[j] *= inv_std;
+        out[j] = xhat[j] * g[j] + b[j];
       }
     }
   });
@@ -153,23 +170,24 @@ void layer_norm_rows_backward(const LayerNormRows<Real>& norm, const Vector<Real
   ensure_shape(d_bias, {d});
   std::fill(d_gain.begin(), d_gain.end(), Real(0));
   std::fill(d_bias.begin(), d_bias.end(), Real(0));
+  const Real* g = gain.data();
+  Real *dg = d_gain.data(), *db = d_bias.data();
+  std::vector<Real> row(d);  // one row of d_x̂
+  Real* dxhat = row.data();
   for (std::size_t r = 0; r < rows; ++r) {
     const Real* dy = d_y.data() + r * d;
     const Real* xhat = norm.normalized.data() + r * d;
     Real* out = dx.data() + r * d;
-    Real mean_dxhat = 0, mean_dxhat_xhat = 0;
-    for (std::size_t j = 0; j < d; ++j) {
-      const Real dxhat = dy[j] * gain(j);
-      mean_dxhat += dxhat;
-      mean_dxhat_xhat += dxhat * xhat[j];
-      d_gain(j) += dy[j] * xhat[j];
-      d_bias(j) += dy[j];
+    for (std::size_t j = 0; j < d; ++j) dxhat[j] = dy[j] * g[j];
+    for (std::size_t j = 0; j < d; ++j) {  // apart, so that the compiler vectorises both
+      dg[j] += dy[j] * xhat[j];
+      db[j] += dy[j];
     }
-    mean_dxhat /= Real(d);
-    mean_dxhat_xhat /= Real(d);
+    const Real mean_dxhat = row_sum(dxhat, d) / Real(d);
+    const Real mean_dxhat_xhat = row_dot(dxhat, xhat, d) / Real(d);
     const Real inv_std = norm.inv_std(r);
     for (std::size_t j = 0; j < d; ++j)
-      out[j] += inv_std * (dy[j] * gain(j) - mean_dxhat - xhat[j] * mean_dxhat_xhat);
+      out[j] += inv_std * (dxhat[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat);
   }
 }
 
@@ -211,27 +229,29 @@ void gelu_rows(const Matrix<Real>& h, Matrix<Real>& g) {
   }
 }
 
+// d[i] *= gelu'(h[i]) for i < n, σ from the forward's g = h σ (see gelu_backward_rows).
+void gelu_backward_floats(const float* h, const float* g, float* d, std::size_t n) {
+  const float c = 0.7978845608028654f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float x = h[i];
+    // σ = g / x, or 0 / 1 + 1/2 at x = 0: selects of values, no branch, so the loop vectorises
+    const float divisor = x != 0.0f ? x : 1.0f, at_zero = x != 0.0f ? 0.0f : 0.5f;
+    const float s = g[i] / divisor + at_zero;
+    const float du = c * (1.0f + 3.0f * 0.044715f * x * x);
+    d[i] *= s + 2.0f * x * s * (1.0f - s) * du;
+  }
+}
+
 // d_g (N, k), holding dL/dg, becomes dL/dh in place: times gelu'(h) = σ + 2 h σ (1 − σ) u'(h),
-// σ = σ(2u), u' = sqrt(2/π) (1 + 3 · 0.044715 h²) (in float, σ through the SIMD exp as above).
+// σ = σ(2u), u' = sqrt(2/π) (1 + 3 · 0.044715 h²). In float, σ comes back from the forward's
+// g = h σ as g / h (σ = 1/2 at h = 0), within two roundings of σ: no second exponential.
 template <class Real>
-void gelu_backward_rows(const Matrix<Real>& h, Matrix<Real>& d_g) {
+void gelu_backward_rows(const Matrix<Real>& h, const Matrix<Real>& g, Matrix<Real>& d_g) {
   if constexpr (std::is_same_v<Real, float>) {
-    const std::size_t rows = h.shape(0), cols = h.shape(1);
-    const float c = 0.7978845608028654f;
-    parallel_for(rows, 16 * cols, [&](std::size_t first, std::size_t last, std::size_t) {
-      std::vector<float> sigma(cols);  // one row of σ(2u): 2 KiB, not a per-step buffer of (N, k)
-      for (std::size_t r = first; r < last; ++r) {
-        const float* x = h.data() + r * cols;
-        float* d = d_g.data() + r * cols;
-        for (std::size_t j = 0; j < cols; ++j)
-          sigma[j] = -2.0f * c * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
-        simd::exponentiate_row(sigma.data(), cols, 0.0f);
-        for (std::size_t j = 0; j < cols; ++j) {
-          const float s = 1.0f / (1.0f + sigma[j]);
-          const float du = c * (1.0f + 3.0f * 0.044715f * x[j] * x[j]);
-          d[j] *= s + 2.0f * x[j] * s * (1.0f - s) * du;
-        }
-      }
+    const std::size_t cols = h.shape(1);
+    parallel_for(h.shape(0), 8 * cols, [&](std::size_t first, std::size_t last, std::size_t) {
+      gelu_backward_floats(h.data() + first * cols, g.data() + first * cols,
+                           d_g.data() + first * cols, (last - first) * cols);
     });
   } else {
     for (std::size_t i = 0; i < h.size(); ++i) d_g.data()[i] *= gelu_grad_at(h.data()[i]);
@@ -259,7 +279,10 @@ template <class Real>
 void attention_forward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
   const std::size_t B = tape.batch, T = tape.length, d = tape.q.shape(1), dh = d / n_heads;
   const Real scale = Real(1) / std::sqrt(Real(dh));
-  ensure_shape(tape.probs, {B, n_heads, T, T});
+  // Only the tiles' keys are written below: the zeros above them, written when the tape gets its
+  // shape, stay.
+  if (tape.probs.shape() != std::array<std::size_t, 4>{B, n_heads, T, T})
+    tape.probs = xt::zeros<Real>({B, n_heads, T, T});
   ensure_shape(tape.merged, {B * T, d});
   parallel_for(B * n_heads, 2 * T * T * dh, [&](std::size_t first, std::size_t last, std::size_t) {
     for (std::size_t bh = first; bh < last; ++bh) {
@@ -277,7 +300,7 @@ void attention_forward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
           const std::size_t t = r0 + i;
           Real* row = probs + t * T;
           softmax_row(row, t + 1);
-          std::fill(row + t + 1, row + T, Real(0));
+          std::fill(row + t + 1, row + keys, Real(0));
         }
         // out (rows, dh) = probs (rows, keys) v[0 … keys)
         gemm<Real>(false, false, rows, dh, keys, 1, probs + r0 * T, T, v, d, 0, out + r0 * d, d);
@@ -426,7 +449,7 @@ const Matrix<Real>& mlp_backward(const GptMlp<Real>& mlp, MlpTape<Real>& tape,
                                 " but the forward's output was " + shape_of(tape.out));
   ensure_shape(tape.d_h, {tape.h.shape(0), tape.h.shape(1)});
   linear_backward(tape.g, mlp.w_proj, d_out, grads.w_proj, grads.b_proj, &tape.d_h, false);
-  gelu_backward_rows(tape.h, tape.d_h);
+  gelu_backward_rows(tape.h, tape.g, tape.d_h);
   linear_backward(tape.x, mlp.w_fc, tape.d_h, grads.w_fc, grads.b_fc, &tape.dx, false);
   return tape.dx;
 }
@@ -596,16 +619,15 @@ Real cross_entropy(const xt::xtensor<Real, 3>& logits, const BatchTokens& target
       const std::size_t target = std::size_t(targets.data()[r]);
       const Real* row = logits.data() + r * V;
       Real* grad = d_logits.data() + r * V;
-      std::copy(row, row + V, grad);
       // −log softmax = log Σ exp(l − max) − (l_target − max), the softmax left in grad
       Real top, sum;
       if constexpr (std::is_same_v<Real, float>) {
-        top = simd::row_max(grad, V);
-        sum = simd::exponentiate_row(grad, V, top);
+        top = simd::row_max(row, V);
+        sum = simd::exponentiate_row(row, grad, V, top);
       } else {
-        top = *std::max_element(grad, grad + V);
+        top = *std::max_element(row, row + V);
         sum = 0;
-        for (std::size_t j = 0; j < V; ++j) sum += grad[j] = std::exp(grad[j] - top);
+        for (std::size_t j = 0; j < V; ++j) sum += grad[j] = std::exp(row[j] - top);
       }
       losses[r] = double(std::log(sum)) - double(row[target] - top);
       const Real scale = inv_count / sum;

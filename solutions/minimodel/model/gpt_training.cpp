@@ -7,6 +7,7 @@
 
 #include "minimodel/model/gpt.hpp"
 #include "minimodel/shapes.hpp"
+#include "simd_rows.hpp"
 
 namespace minimodel {
 
@@ -38,27 +39,20 @@ void AdamW::step(const std::vector<ParamTensor<float>>& params,
   const AdamWOptions& o = options_;
   const double t = double(steps_);
   // torch's scalars: Python floats, used as float by the float tensors' kernels
-  const float beta1 = float(o.beta1), beta2 = float(o.beta2);
-  const float one_minus_beta1 = float(1 - o.beta1), one_minus_beta2 = float(1 - o.beta2);
+  simd::AdamWStep step{};
+  step.beta1 = float(o.beta1);
+  step.beta2 = float(o.beta2);
+  step.one_minus_beta1 = float(1 - o.beta1);
+  step.one_minus_beta2 = float(1 - o.beta2);
+  step.bias_correction2_sqrt = float(std::sqrt(1 - std::pow(o.beta2, t)));
+  step.neg_step_size = float(-(lr / (1 - std::pow(o.beta1, t))));
+  step.eps = float(o.eps);
   const float decay = float(1 - lr * o.weight_decay);
-  const float bias_correction2_sqrt = float(std::sqrt(1 - std::pow(o.beta2, t)));
-  const float neg_step_size = float(-(lr / (1 - std::pow(o.beta1, t))));
-  const float eps = float(o.eps);
   for (std::size_t i = 0; i < m_.size(); ++i) {
-    float* p = params[i].data;
-    const float* g = grads[i].data;
-    float* m = m_[i].data();
-    float* v = v_[i].data();
-    const bool decayed = params[i].decay && o.weight_decay != 0;
-    for (std::size_t j = 0; j < m_[i].size(); ++j) {
-      if (decayed) p[j] *= decay;
-      m[j] = m[j] * beta1;
-      m[j] = m[j] + one_minus_beta1 * g[j];
-      v[j] = v[j] * beta2;
-      v[j] = v[j] + one_minus_beta2 * g[j] * g[j];
-      const float denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
-      p[j] = p[j] + neg_step_size * m[j] / denom;
-    }
+    // p · 1 is p: a tensor without decay takes the same loop
+    step.shrink = params[i].decay && o.weight_decay != 0 ? decay : 1.0f;
+    simd::adamw_update(params[i].data, m_[i].data(), v_[i].data(), grads[i].data, m_[i].size(),
+                       step);
   }
 }
 
@@ -79,9 +73,8 @@ float clip_grad_norm(const std::vector<ParamTensor<float>>& grads, float max_nor
   if (!(max_norm > 0))
     throw std::invalid_argument("clip_grad_norm: max_norm is " + std::to_string(max_norm) +
                                 "; it must be positive");
-  double sum = 0;
-  for (const ParamTensor<float>& g : grads)
-    for (std::size_t j = 0; j < g.size(); ++j) sum += double(g.data[j]) * double(g.data[j]);
+  double sum = 0;  // of each tensor's Σ g², summed in float lanes as torch sums each tensor's norm
+  for (const ParamTensor<float>& g : grads) sum += double(simd::row_dot(g.data, g.data, g.size()));
   const float norm = float(std::sqrt(sum));
   const float coef = (1.0f / (norm + 1e-6f)) * max_norm;  // torch: max_norm / (norm + 1e-6)
   if (coef < 1.0f)

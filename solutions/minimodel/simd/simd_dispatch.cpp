@@ -10,13 +10,29 @@ namespace {
 
 auto dispatched_row_max = xsimd::dispatch<Archs>(RowMax{});
 auto dispatched_exponentiate_row = xsimd::dispatch<Archs>(ExponentiateRow{});
+auto dispatched_row_dot = xsimd::dispatch<Archs>(RowDot{});
+auto dispatched_row_sum = xsimd::dispatch<Archs>(RowSum{});
+auto dispatched_adamw_update = xsimd::dispatch<Archs>(AdamWUpdate{});
 
 }  // namespace
 
 float row_max(const float* row, std::size_t n) { return dispatched_row_max(row, n); }
 
 float exponentiate_row(float* row, std::size_t n, float max) {
-  return dispatched_exponentiate_row(row, n, max);
+  return dispatched_exponentiate_row(row, row, n, max);
+}
+
+float exponentiate_row(const float* in, float* out, std::size_t n, float max) {
+  return dispatched_exponentiate_row(in, out, n, max);
+}
+
+float row_dot(const float* a, const float* b, std::size_t n) { return dispatched_row_dot(a, b, n); }
+
+float row_sum(const float* row, std::size_t n) { return dispatched_row_sum(row, n); }
+
+void adamw_update(float* p, float* m, float* v, const float* g, std::size_t n,
+                  const AdamWStep& s) {
+  dispatched_adamw_update(p, m, v, g, n, s);
 }
 
 }  // namespace minimodel::simd

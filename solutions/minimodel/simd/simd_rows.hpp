@@ -1,6 +1,6 @@
 #pragma once
-// The two loops of the online softmax over one row of a tile, which are most of the kernel's
-// work outside its two SGEMMs. simd_rows.cpp is compiled once per instruction set below, and
+// The row loops that are most of the reference's work outside its SGEMMs: lab 07's online softmax
+// over one row of a tile, and lab 13's LayerNorm sums and exponentials. simd_rows.cpp is compiled once per instruction set below, and
 // xsimd::dispatch chooses the widest one the CPU has at run time: the default build stays
 // portable (no -march=native), and a CPU with AVX2 or AVX-512 still uses them.
 #include <cstddef>
@@ -16,6 +16,31 @@ float row_max(const float* row, std::size_t n);
 /// returns their sum.
 float exponentiate_row(float* row, std::size_t n, float max);
 
+/// out[j] = exp(in[j] - max) for j < n (in and out may be one row); returns their sum.
+float exponentiate_row(const float* in, float* out, std::size_t n, float max);
+
+/// Σ a[j] b[j] over j < n, summed in the lanes of the widest instruction set (so in another order
+/// than a loop's: the last bits differ).
+float row_dot(const float* a, const float* b, std::size_t n);
+
+/// Σ row[j] over j < n, in lanes as row_dot.
+float row_sum(const float* row, std::size_t n);
+
+/// The numbers of one AdamW step (lab 13), as torch computes them.
+struct AdamWStep {
+  float shrink;  ///< 1 − lr · weight decay for a decayed tensor, else 1
+  float beta1, one_minus_beta1, beta2, one_minus_beta2;
+  float bias_correction2_sqrt;  ///< sqrt(1 − β2^t)
+  float eps;
+  float neg_step_size;  ///< −lr / (1 − β1^t)
+};
+
+/// One AdamW step of n parameters p with gradients g and moments m, v, in torch's order of
+/// operations, each rounded as the scalar loop rounds it (no fused multiply-adds): p ·= shrink;
+/// m = m β1 + (1 − β1) g; v = v β2 + (1 − β2) g²; p += neg_step_size · m / (sqrt(v) /
+/// bias_correction2_sqrt + eps).
+void adamw_update(float* p, float* m, float* v, const float* g, std::size_t n, const AdamWStep& s);
+
 // ---- What they dispatch to ---------------------------------------------------------------------
 
 /// The instruction sets compiled, widest first, as xsimd::dispatch takes them.
@@ -30,7 +55,26 @@ struct RowMax {
 /// exponentiate_row for one instruction set.
 struct ExponentiateRow {
   template <class Arch>
-  float operator()(Arch, float* row, std::size_t n, float max) const;
+  float operator()(Arch, const float* in, float* out, std::size_t n, float max) const;
+};
+
+/// row_dot for one instruction set.
+struct RowDot {
+  template <class Arch>
+  float operator()(Arch, const float* a, const float* b, std::size_t n) const;
+};
+
+/// row_sum for one instruction set.
+struct RowSum {
+  template <class Arch>
+  float operator()(Arch, const float* row, std::size_t n) const;
+};
+
+/// adamw_update for one instruction set.
+struct AdamWUpdate {
+  template <class Arch>
+  void operator()(Arch, float* p, float* m, float* v, const float* g, std::size_t n,
+                  const AdamWStep& s) const;
 };
 
 }  // namespace minimodel::simd
