@@ -111,7 +111,6 @@ void time_sampling(const minimodel::GptParams<float>& params,
       timed(uncached, std::max<std::size_t>(1, options.repetitions / 2), 1, options.threads,
             double(new_tokens));
   result["sampling"]["cached_equals_uncached"] = with_cache == without_cache;
-
 }
 
 int run(const Options& options) {
@@ -180,7 +179,7 @@ int run(const Options& options) {
     for (const char* kind : {"cached", "uncached"})
       if (result.contains("sampling"))
         std::printf("sampling %s: %.0f tokens/s\n", kind,
-                  result["sampling"][kind]["tokens_per_s"].get<double>());
+                    result["sampling"][kind]["tokens_per_s"].get<double>());
   }
   return 0;
 }

@@ -30,8 +30,7 @@ float row_dot(const float* a, const float* b, std::size_t n) { return dispatched
 
 float row_sum(const float* row, std::size_t n) { return dispatched_row_sum(row, n); }
 
-void adamw_update(float* p, float* m, float* v, const float* g, std::size_t n,
-                  const AdamWStep& s) {
+void adamw_update(float* p, float* m, float* v, const float* g, std::size_t n, const AdamWStep& s) {
   dispatched_adamw_update(p, m, v, g, n, s);
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // The row loops that are most of the reference's work outside its SGEMMs: lab 07's online softmax
-// over one row of a tile, and lab 13's LayerNorm sums and exponentials. simd_rows.cpp is compiled once per instruction set below, and
-// xsimd::dispatch chooses the widest one the CPU has at run time: the default build stays
-// portable (no -march=native), and a CPU with AVX2 or AVX-512 still uses them.
+// over one row of a tile, and lab 13's LayerNorm sums and exponentials. simd_rows.cpp is compiled
+// once per instruction set below, and xsimd::dispatch chooses the widest one the CPU has at run
+// time: the default build stays portable (no -march=native), and a CPU with AVX2 or AVX-512 still
+// uses them.
 #include <cstddef>
 
 #include <xsimd/xsimd.hpp>
