@@ -24,9 +24,15 @@ void require_same_shape(const char* where, const char* what, const Matrix<Real>&
                                 " but " + of + " is " + shape_of(expected) + "; they must match");
 }
 
+// mᵀ, copied by a plain loop: assigning xt::transpose(m) walks the view with xtensor's generic
+// stepper, which was a quarter of lab 10's training.
 template <class Real>
 Matrix<Real> transposed(const Matrix<Real>& m) {
-  return xt::transpose(m);
+  const std::size_t rows = m.shape(0), cols = m.shape(1);
+  Matrix<Real> t({cols, rows});
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < cols; ++j) t.data()[j * rows + i] = m.data()[i * cols + j];
+  return t;
 }
 
 // The sum of each column: a bias's gradient is the sum of its output's gradient over the rows.
