@@ -273,6 +273,15 @@ void softmax_row(Real* row, std::size_t n) {
   }
 }
 
+// out (cols, rows) = the (rows, cols) block at m with row stride ld, transposed: a head's keys or
+// values as kᵀ, so that the tiles' products are q kᵀ without a transposed operand (OpenBLAS's
+// small-matrix kernel for that case runs at two thirds of the other's speed).
+template <class Real>
+void transpose_head(const Real* m, std::size_t rows, std::size_t cols, std::size_t ld, Real* out) {
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < cols; ++j) out[j * rows + i] = m[i * ld + j];
+}
+
 // Causal attention of every (sequence, head): merged = softmax(q kᵀ / sqrt(d_head) + causal) v,
 // probs (B, H, T, T) recorded with zeros above the diagonal.
 template <class Real>
@@ -285,17 +294,19 @@ void attention_forward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
     tape.probs = xt::zeros<Real>({B, n_heads, T, T});
   ensure_shape(tape.merged, {B * T, d});
   parallel_for(B * n_heads, 2 * T * T * dh, [&](std::size_t first, std::size_t last, std::size_t) {
+    std::vector<Real> k_t(dh * T);
     for (std::size_t bh = first; bh < last; ++bh) {
       const std::size_t b = bh / n_heads, h = bh % n_heads;
       const std::size_t offset = b * T * d + h * dh;  // row 0 of sequence b, column block h
-      const Real *q = tape.q.data() + offset, *k = tape.k.data() + offset,
-                 *v = tape.v.data() + offset;
+      const Real *q = tape.q.data() + offset, *v = tape.v.data() + offset;
+      transpose_head(tape.k.data() + offset, T, dh, d, k_t.data());
       Real* probs = tape.probs.data() + (b * n_heads + h) * T * T;
       Real* out = tape.merged.data() + offset;
       for (std::size_t r0 = 0; r0 < T; r0 += kTile) {
         const std::size_t rows = std::min(kTile, T - r0), keys = r0 + rows;  // keys 0 … keys − 1
-        // scores (rows, keys) = q[r0 …] k[0 … keys)ᵀ · scale
-        gemm<Real>(false, true, rows, keys, dh, scale, q + r0 * d, d, k, d, 0, probs + r0 * T, T);
+        // scores (rows, keys) = q[r0 …] kᵀ[·, 0 … keys) · scale
+        gemm<Real>(false, false, rows, keys, dh, scale, q + r0 * d, d, k_t.data(), T, 0,
+                   probs + r0 * T, T);
         for (std::size_t i = 0; i < rows; ++i) {
           const std::size_t t = r0 + i;
           Real* row = probs + t * T;
@@ -309,47 +320,53 @@ void attention_forward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
   });
 }
 
-// From d_merged (N, d): d_q, d_k, d_v (N, d), every (sequence, head) in tiles as the forward.
+// From d_merged (N, d): d_q, d_k, d_v (N, d), every (sequence, head) in tiles: first of query rows
+// as the forward (d_scores and dq), then of keys (dk and dv, each key tile from the rows that see
+// it: one product with every such row, written once).
 template <class Real>
 void attention_backward_rows(GptBlockTape<Real>& tape, std::size_t n_heads) {
   const std::size_t B = tape.batch, T = tape.length, d = tape.q.shape(1), dh = d / n_heads;
   const Real scale = Real(1) / std::sqrt(Real(dh));
   for (Matrix<Real>* m : {&tape.d_q, &tape.d_k, &tape.d_v}) ensure_shape(*m, {B * T, d});
-  std::fill(tape.d_k.begin(), tape.d_k.end(), Real(0));
-  std::fill(tape.d_v.begin(), tape.d_v.end(), Real(0));
   ensure_shape(tape.d_scores,
                {worker_count(B * n_heads, 4 * T * T * dh) * T, T});  // (T, T) per worker
   parallel_for(
       B * n_heads, 4 * T * T * dh, [&](std::size_t first, std::size_t last, std::size_t worker) {
         Real* ds = tape.d_scores.data() + worker * T * T;
+        std::vector<Real> v_t(dh * T);
         for (std::size_t bh = first; bh < last; ++bh) {
           const std::size_t b = bh / n_heads, h = bh % n_heads;
           const std::size_t offset = b * T * d + h * dh;
           const Real *q = tape.q.data() + offset, *k = tape.k.data() + offset,
-                     *v = tape.v.data() + offset, *d_out = tape.d_merged.data() + offset;
+                     *d_out = tape.d_merged.data() + offset;
+          transpose_head(tape.v.data() + offset, T, dh, d, v_t.data());
           const Real* probs = tape.probs.data() + (b * n_heads + h) * T * T;
           Real *dq = tape.d_q.data() + offset, *dk = tape.d_k.data() + offset,
                *dv = tape.d_v.data() + offset;
           for (std::size_t r0 = 0; r0 < T; r0 += kTile) {
             const std::size_t rows = std::min(kTile, T - r0), keys = r0 + rows;
-            // dv[0 … keys) += probs[r0 …, 0 … keys)ᵀ d_out[r0 …]
-            gemm<Real>(true, false, keys, dh, rows, 1, probs + r0 * T, T, d_out + r0 * d, d, 1, dv,
-                       d);
-            // d_probs (rows, keys) = d_out[r0 …] v[0 … keys)ᵀ, into d_scores' rows
-            gemm<Real>(false, true, rows, keys, dh, 1, d_out + r0 * d, d, v, d, 0, ds + r0 * T, T);
+            // d_probs (rows, keys) = d_out[r0 …] vᵀ[·, 0 … keys), into d_scores' rows
+            gemm<Real>(false, false, rows, keys, dh, 1, d_out + r0 * d, d, v_t.data(), T, 0,
+                       ds + r0 * T, T);
             // d_scores = probs ⊙ (d_probs − Σ d_probs ⊙ probs) · scale, on the visible keys
             for (std::size_t i = 0; i < rows; ++i) {
               const std::size_t t = r0 + i;
               const Real* p = probs + t * T;
               Real* g = ds + t * T;
-              Real dot = 0;
-              for (std::size_t s = 0; s <= t; ++s) dot += g[s] * p[s];
+              const Real dot = row_dot(g, p, t + 1);
               for (std::size_t s = 0; s <= t; ++s) g[s] = p[s] * (g[s] - dot) * scale;
               std::fill(g + t + 1, g + keys, Real(0));
             }
-            // dq[r0 …] = d_scores (rows, keys) k[0 … keys);  dk[0 … keys) += d_scoresᵀ q[r0 …]
+            // dq[r0 …] = d_scores (rows, keys) k[0 … keys)
             gemm<Real>(false, false, rows, dh, keys, 1, ds + r0 * T, T, k, d, 0, dq + r0 * d, d);
-            gemm<Real>(true, false, keys, dh, rows, 1, ds + r0 * T, T, q + r0 * d, d, 1, dk, d);
+          }
+          for (std::size_t k0 = 0; k0 < T; k0 += kTile) {
+            const std::size_t width = std::min(kTile, T - k0), seen_by = T - k0;  // rows k0 …
+            // dv[k0 …] = probs[k0 …, k0 …]ᵀ d_out[k0 …];  dk[k0 …] = d_scores[k0 …, k0 …]ᵀ q[k0 …]
+            gemm<Real>(true, false, width, dh, seen_by, 1, probs + k0 * T + k0, T, d_out + k0 * d,
+                       d, 0, dv + k0 * d, d);
+            gemm<Real>(true, false, width, dh, seen_by, 1, ds + k0 * T + k0, T, q + k0 * d, d, 0,
+                       dk + k0 * d, d);
           }
         }
       });
