@@ -539,8 +539,9 @@ inline GptKVCache make_kv_cache(const GptConfig& config) {
 Vector<float> gpt_decode_step(const GptParams<float>& params, TokenId token, GptKVCache& cache);
 
 /// Block D. Feeds `prompt` through gpt_decode_step, then samples max_new tokens one at a time,
-/// calling on_token (if set) on each as it is drawn, and returns them. When the cache is full, it
-/// is refilled with the last max_len / 2 tokens of the text so far (a sliding context).
+/// calling on_token (if set) on each as it is drawn, and returns them. When the cache is full as a
+/// token is to be fed, it is emptied and refilled with the last max_len / 2 tokens before that
+/// token, then that token is fed (a sliding context).
 /// @throws std::invalid_argument if the prompt is empty or holds an id >= V, or as
 ///         sample_token.
 std::vector<TokenId> generate(const GptParams<float>& params, const std::vector<TokenId>& prompt,
