@@ -1076,20 +1076,30 @@ TEST(Generate, IsSeededGreedyIsTheArgmaxAndItRunsPastTheContext) {
   EXPECT_EQ(first.size(), 20u) << "20 tokens through a context of 6: the cache slides";
   EXPECT_EQ(seen, first) << "on_token sees every token as it is drawn";
   EXPECT_EQ(generate(params, prompt, 20, warm, b), first) << "same seed, same text";
-  // Greedy: each token is the argmax of the full forward's last logits on the text so far.
-  std::mt19937_64 c(1);
-  const std::vector<TokenId> greedy = generate(params, prompt, 3, {0.0f, 0, 1.0f}, c);
-  std::vector<TokenId> text = prompt;
+  // Each token is drawn from the full forward's last logits on the context, which slides as the
+  // header says: a token fed to a full context (max_len tokens) follows the last max_len / 2
+  // tokens before it. 30 new tokens from 2 slide it nine times; sampled (one draw per token from
+  // an equal generator), not greedy, so that every logit counts, not only the largest.
+  std::mt19937_64 ours(5), theirs(5);
+  const std::vector<TokenId> drawn = generate(params, prompt, 30, warm, ours);
+  std::vector<TokenId> text, context, expected;
   GptTape<float> tape;
-  for (const TokenId token : greedy) {
-    BatchTokens tokens({1, text.size()});
-    std::copy(text.begin(), text.end(), tokens.begin());
-    const Logits& logits = gpt_forward(params, tokens, tape);
-    const auto last = xt::view(logits, 0, text.size() - 1);
-    EXPECT_EQ(std::size_t(token),
-              std::size_t(std::max_element(last.begin(), last.end()) - last.begin()));
+  const auto feed = [&](TokenId token) {
+    if (context.size() == config.max_len)
+      context.assign(text.end() - std::ptrdiff_t(config.max_len / 2), text.end());
+    context.push_back(token);
     text.push_back(token);
+  };
+  for (const TokenId token : prompt) feed(token);
+  while (expected.size() < drawn.size()) {
+    BatchTokens tokens({1, context.size()});
+    std::copy(context.begin(), context.end(), tokens.begin());
+    const Logits& logits = gpt_forward(params, tokens, tape);
+    const Vector<float> last = xt::view(logits, 0, context.size() - 1);
+    expected.push_back(sample_token(last, warm, theirs));
+    feed(expected.back());
   }
+  EXPECT_EQ(drawn, expected) << "each token drawn from the forward on the sliding context";
 }
 
 TEST(Generate, RejectsAnEmptyPromptAndUnknownIds) {

@@ -246,8 +246,7 @@ template <class Real>
 struct GptTape {
   BatchTokens tokens;                      ///< (B, T): the forward's input
   std::vector<GptBlockTape<Real>> layers;  ///< n_layers; layers[0].x = wte[tokens] + wpe[t]
-  Matrix<Real> x_final;                    ///< (N, d): the last block's output, ln_f's input
-  LayerNormRows<Real> ln_f;                ///< ln_f(x_final): the unembedding's input
+  LayerNormRows<Real> ln_f;                ///< ln_f(the last block's out): the unembedding's input
   xt::xtensor<Real, 3> logits;             ///< (B, T, V) = ln_f.out @ wteᵀ
   xt::xtensor<Real, 3> d_logits;  ///< (B, T, V): where train_step puts cross_entropy's gradient
   Matrix<Real> d_x;               ///< (N, d): backward's workspace, dL/d(residual stream)
