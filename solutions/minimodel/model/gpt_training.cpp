@@ -39,20 +39,28 @@ void AdamW::step(const std::vector<ParamTensor<float>>& params,
   const AdamWOptions& o = options_;
   const double t = double(steps_);
   // torch's scalars: Python floats, used as float by the float tensors' kernels
-  simd::AdamWStep step{};
-  step.beta1 = float(o.beta1);
-  step.beta2 = float(o.beta2);
-  step.one_minus_beta1 = float(1 - o.beta1);
-  step.one_minus_beta2 = float(1 - o.beta2);
-  step.bias_correction2_sqrt = float(std::sqrt(1 - std::pow(o.beta2, t)));
-  step.neg_step_size = float(-(lr / (1 - std::pow(o.beta1, t))));
-  step.eps = float(o.eps);
+  const float beta1 = float(o.beta1), beta2 = float(o.beta2);
+  const float one_minus_beta1 = float(1 - o.beta1), one_minus_beta2 = float(1 - o.beta2);
   const float decay = float(1 - lr * o.weight_decay);
+  const float bias_correction2_sqrt = float(std::sqrt(1 - std::pow(o.beta2, t)));
+  const float neg_step_size = float(-(lr / (1 - std::pow(o.beta1, t))));
+  const float eps = float(o.eps);
   for (std::size_t i = 0; i < m_.size(); ++i) {
-    // p · 1 is p: a tensor without decay takes the same loop
-    step.shrink = params[i].decay && o.weight_decay != 0 ? decay : 1.0f;
-    simd::adamw_update(params[i].data, m_[i].data(), v_[i].data(), grads[i].data, m_[i].size(),
-                       step);
+    float* p = params[i].data;
+    const float* g = grads[i].data;
+    float* m = m_[i].data();
+    float* v = v_[i].data();
+    // p · 1 is p: a tensor without decay takes the same loop, which has no branch to vectorise
+    const float shrink = params[i].decay && o.weight_decay != 0 ? decay : 1.0f;
+    for (std::size_t j = 0; j < m_[i].size(); ++j) {
+      p[j] *= shrink;
+      m[j] = m[j] * beta1;
+      m[j] = m[j] + one_minus_beta1 * g[j];
+      v[j] = v[j] * beta2;
+      v[j] = v[j] + one_minus_beta2 * g[j] * g[j];
+      const float denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
+      p[j] = p[j] + neg_step_size * m[j] / denom;
+    }
   }
 }
 

@@ -12,7 +12,6 @@ auto dispatched_row_max = xsimd::dispatch<Archs>(RowMax{});
 auto dispatched_exponentiate_row = xsimd::dispatch<Archs>(ExponentiateRow{});
 auto dispatched_row_dot = xsimd::dispatch<Archs>(RowDot{});
 auto dispatched_row_sum = xsimd::dispatch<Archs>(RowSum{});
-auto dispatched_adamw_update = xsimd::dispatch<Archs>(AdamWUpdate{});
 
 }  // namespace
 
@@ -29,9 +28,5 @@ float exponentiate_row(const float* in, float* out, std::size_t n, float max) {
 float row_dot(const float* a, const float* b, std::size_t n) { return dispatched_row_dot(a, b, n); }
 
 float row_sum(const float* row, std::size_t n) { return dispatched_row_sum(row, n); }
-
-void adamw_update(float* p, float* m, float* v, const float* g, std::size_t n, const AdamWStep& s) {
-  dispatched_adamw_update(p, m, v, g, n, s);
-}
 
 }  // namespace minimodel::simd

@@ -75,43 +75,11 @@ float RowSum::operator()(Arch, const float* row, std::size_t n) const {
   return sum;
 }
 
-// One parameter's step, for a batch of lanes or a single float: the same operations in the same
-// order, so every instruction set lands on the scalar loop's numbers.
-template <class T>
-void adamw_at(T& p, T& m, T& v, T g, const AdamWStep& s) {
-  using std::sqrt;  // a batch's is xsimd's, found by its type
-  p = p * T(s.shrink);
-  m = m * T(s.beta1);
-  m = m + T(s.one_minus_beta1) * g;
-  v = v * T(s.beta2);
-  v = v + T(s.one_minus_beta2) * g * g;
-  const T denom = sqrt(v) / T(s.bias_correction2_sqrt) + T(s.eps);
-  p = p + T(s.neg_step_size) * m / denom;
-}
-
-template <class Arch>
-void AdamWUpdate::operator()(Arch, float* p, float* m, float* v, const float* g, std::size_t n,
-                             const AdamWStep& s) const {
-  using Batch = xsimd::batch<float, Arch>;
-  std::size_t j = 0;
-  for (; j + Batch::size <= n; j += Batch::size) {
-    Batch pj = Batch::load_unaligned(p + j), mj = Batch::load_unaligned(m + j),
-          vj = Batch::load_unaligned(v + j);
-    adamw_at(pj, mj, vj, Batch::load_unaligned(g + j), s);
-    pj.store_unaligned(p + j);
-    mj.store_unaligned(m + j);
-    vj.store_unaligned(v + j);
-  }
-  for (; j < n; ++j) adamw_at(p[j], m[j], v[j], g[j], s);
-}
-
 template float RowMax::operator()(MINIMODEL_SIMD_ARCH, const float*, std::size_t) const;
 template float ExponentiateRow::operator()(MINIMODEL_SIMD_ARCH, const float*, float*, std::size_t,
                                            float) const;
 template float RowDot::operator()(MINIMODEL_SIMD_ARCH, const float*, const float*,
                                   std::size_t) const;
 template float RowSum::operator()(MINIMODEL_SIMD_ARCH, const float*, std::size_t) const;
-template void AdamWUpdate::operator()(MINIMODEL_SIMD_ARCH, float*, float*, float*, const float*,
-                                      std::size_t, const AdamWStep&) const;
 
 }  // namespace minimodel::simd

@@ -27,21 +27,6 @@ float row_dot(const float* a, const float* b, std::size_t n);
 /// Σ row[j] over j < n, in lanes as row_dot.
 float row_sum(const float* row, std::size_t n);
 
-/// The numbers of one AdamW step (lab 13), as torch computes them.
-struct AdamWStep {
-  float shrink;  ///< 1 − lr · weight decay for a decayed tensor, else 1
-  float beta1, one_minus_beta1, beta2, one_minus_beta2;
-  float bias_correction2_sqrt;  ///< sqrt(1 − β2^t)
-  float eps;
-  float neg_step_size;  ///< −lr / (1 − β1^t)
-};
-
-/// One AdamW step of n parameters p with gradients g and moments m, v, in torch's order of
-/// operations, each rounded as the scalar loop rounds it (no fused multiply-adds): p ·= shrink;
-/// m = m β1 + (1 − β1) g; v = v β2 + (1 − β2) g²; p += neg_step_size · m / (sqrt(v) /
-/// bias_correction2_sqrt + eps).
-void adamw_update(float* p, float* m, float* v, const float* g, std::size_t n, const AdamWStep& s);
-
 // ---- What they dispatch to ---------------------------------------------------------------------
 
 /// The instruction sets compiled, widest first, as xsimd::dispatch takes them.
@@ -69,13 +54,6 @@ struct RowDot {
 struct RowSum {
   template <class Arch>
   float operator()(Arch, const float* row, std::size_t n) const;
-};
-
-/// adamw_update for one instruction set.
-struct AdamWUpdate {
-  template <class Arch>
-  void operator()(Arch, float* p, float* m, float* v, const float* g, std::size_t n,
-                  const AdamWStep& s) const;
 };
 
 }  // namespace minimodel::simd
