@@ -119,17 +119,19 @@ class WorkbookGenerateGpt : public ::testing::Test {
     workbench::save_gpt_checkpoint(dir(), checkpoint_);
   }
 
-  Output generate(const std::string& args) const {
+  // `program`: the workbook command, or an engine run directly ("generate-gpt-reference").
+  Output generate(const std::string& args, const std::string& program = "workbook generate") const {
     const fs::path out = tmp_ / "stdout.txt", err = tmp_ / "stderr.txt";
-    const std::string command = std::string(MINIMODEL_BIN_DIR) + "/workbook generate " + args +
+    const std::string command = std::string(MINIMODEL_BIN_DIR) + "/" + program + " " + args +
                                 " > " + out.string() + " 2> " + err.string();
     const int raw = std::system(command.c_str());
     return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, workbench::read_file(out),
             workbench::read_file(err)};
   }
   // Exit status 2, nothing on stdout, one line on stderr that mentions `mention`.
-  void expect_rejected(const std::string& args, const std::string& mention) const {
-    const Output run = generate(args);
+  void expect_rejected(const std::string& args, const std::string& mention,
+                       const std::string& program = "workbook generate") const {
+    const Output run = generate(args, program);
     EXPECT_EQ(run.status, 2) << run.stderr_text;
     EXPECT_EQ(run.stdout_text, "");
     EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1)
@@ -179,6 +181,20 @@ TEST_F(WorkbookGenerateGpt, RejectsBadKnobsNamingThem) {
                   "--top-k 5000 but the vocabulary has " + std::to_string(bpe_.vocab.size()));
   expect_rejected(with_checkpoint("--prompt x --max-new 0"), "--max-new");
   expect_rejected(with_checkpoint("--prompt x --tokens 5"), "--max-new");
+}
+
+// The sampler refuses a NaN temperature too, but only once sampling starts, after the prompt is
+// printed: the knobs are checked as the command line is read, by the command and by the engine.
+TEST_F(WorkbookGenerateGpt, RefusesBadKnobsBeforePrintingAnything) {
+  for (const std::string program : {"workbook generate", "generate-gpt-reference"}) {
+    SCOPED_TRACE(program);
+    for (const std::string knob :
+         {"--temperature nan", "--temperature -nan", "--temperature -0.5", "--temperature inf"})
+      expect_rejected(with_checkpoint("--prompt \"In the\" " + knob), "--temperature", program);
+    for (const std::string knob : {"--top-p nan", "--top-p 0", "--top-p -0.1", "--top-p 1.01"})
+      expect_rejected(with_checkpoint("--prompt \"In the\" " + knob), "--top-p", program);
+    expect_rejected(with_checkpoint("--prompt \"In the\" --top-k -1"), "--top-k", program);
+  }
 }
 
 TEST_F(WorkbookGenerateGpt, RejectsAPromptThatFillsTheContextOrIsEmpty) {
