@@ -8,9 +8,9 @@
 
 namespace workbench {
 
-int engine_main(CLI::App& app, int argc, char** argv, const EngineNames& names,
+int engine_main(CLI::App& app, int argc, char** argv, const EngineErrors& errors,
                 const std::function<int()>& run) {
-  app.failure_message([command = names.command](const CLI::App*, const CLI::Error& e) {
+  app.failure_message([command = errors.command](const CLI::App*, const CLI::Error& e) {
     return command + ": " + e.what() + "\n";
   });
   try {
@@ -22,14 +22,14 @@ int engine_main(CLI::App& app, int argc, char** argv, const EngineNames& names,
   try {
     return run();
   } catch (const minimodel::Todo& e) {
-    std::cerr << names.command << " --impl " << names.impl << ": " << e.what() << '\n';
+    std::cerr << errors.command << " --impl " << errors.impl << ": " << e.what() << '\n';
     return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << names.command << ": out of memory (std::bad_alloc)"
-              << (names.out_of_memory.empty() ? "" : ": " + names.out_of_memory) << '\n';
+    std::cerr << errors.command << ": out of memory (std::bad_alloc)"
+              << (errors.out_of_memory.empty() ? "" : ": " + errors.out_of_memory) << '\n';
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << names.command << ": " << e.what() << '\n';
+    std::cerr << errors.command << ": " << e.what() << '\n';
     return 2;
   }
 }

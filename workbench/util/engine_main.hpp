@@ -9,8 +9,8 @@
 
 namespace workbench {
 
-/// Who speaks in an engine's one-line errors.
-struct EngineNames {
+/// How an engine's one-line errors read.
+struct EngineErrors {
   std::string command;  ///< the workbook command it serves, first on each line: "workbook generate"
   std::string impl;     ///< the implementation it links, named on a TODO line: "learner"
   /// After "out of memory (std::bad_alloc)": what is most likely too large, or "".
@@ -21,7 +21,7 @@ struct EngineNames {
 /// status: --help 0; a bad command line 2, CLI11's message on one line; otherwise `run`'s, or what
 /// it throws as one line on stderr: a TODO stub (minimodel::Todo) 1, naming --impl; bad input
 /// (std::invalid_argument, std::runtime_error, anything else) and std::bad_alloc 2.
-int engine_main(CLI::App& app, int argc, char** argv, const EngineNames& names,
+int engine_main(CLI::App& app, int argc, char** argv, const EngineErrors& errors,
                 const std::function<int()>& run);
 
 }  // namespace workbench
