@@ -18,6 +18,7 @@ packages=(
   openmpi-bin libopenmpi-dev  # lab 14: mpiexec and MPI's headers and libraries
   libcpp-httplib-dev  # workbook explore --serve
   chromium  # the explorer's browser tests (tests/browser/, driven by puppeteer-core)
+  firefox-esr  # the same tests in Firefox (over WebDriver BiDi)
 )
 # The browser tests' Node.js and npm: Debian's only where none is on PATH already.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

@@ -2,16 +2,21 @@
 // utf8_stream): the text printed piece by piece is exactly what lab 12's decode gives for all the
 // bytes, never half a character; the command picks the GPT engine by the checkpoint, encodes the
 // prompt with the checkpoint's tokenizer and prints what the reference's generate samples with
-// that seed; bad knobs, prompts and checkpoints get one line and exit status 2.
+// that seed; bad knobs, prompts and checkpoints get one line and exit status 2. And the main() the
+// engines share (util/engine_main.hpp): what a run throws, told in one line with its exit status.
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iostream>
 #include <limits>
+#include <new>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,9 +26,11 @@
 #include "checkpoint/gpt_checkpoint.hpp"
 #include "generate/utf8_stream.hpp"
 #include "minimodel/model/gpt.hpp"
+#include "minimodel/todo.hpp"
 #include "minimodel/tokenizer/bpe.hpp"
 #include "support/random_model.hpp"
 #include "support/temp_dir.hpp"
+#include "util/engine_main.hpp"
 #include "util/files.hpp"
 
 namespace fs = std::filesystem;
@@ -92,6 +99,76 @@ TEST(Utf8Stream, AgreesWithLab12OnRandomBytes) {
   }
 }
 
+// ---- The engines' main() ----
+
+struct EngineRun {
+  int status;
+  std::string stdout_text, stderr_text;
+  bool ran;  // whether the engine's work was called
+};
+
+// engine_main on `args` with one option (--n), the work `run`, stdout and stderr captured.
+EngineRun run_engine_main(const std::vector<std::string>& args, const std::function<int()>& run) {
+  CLI::App app{"an engine"};
+  int n = 0;
+  app.add_option("--n", n, "a number")->required();
+  std::vector<std::string> words = {"engine"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  std::ostringstream out, err;
+  std::streambuf* const cout = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* const cerr = std::cerr.rdbuf(err.rdbuf());
+  bool ran = false;
+  const int status =
+      workbench::engine_main(app, int(argv.size()), argv.data(),
+                             {"workbook generate", "learner", "the model is too large"}, [&] {
+                               ran = true;
+                               return run();
+                             });
+  std::cout.rdbuf(cout);
+  std::cerr.rdbuf(cerr);
+  return {status, out.str(), err.str(), ran};
+}
+
+TEST(EngineMain, SaysWhatTheRunThrowsInOneLineWithItsExitStatus) {
+  const auto throwing = [](auto error) { return [error]() -> int { throw error; }; };
+  EngineRun run = run_engine_main({"--n", "3"}, [] { return 0; });
+  EXPECT_EQ(run.status, 0);
+  EXPECT_EQ(run.stderr_text, "");
+  run = run_engine_main({"--n", "3"}, throwing(minimodel::Todo("TODO(lab 13, Block A): x")));
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.stderr_text, "workbook generate --impl learner: TODO(lab 13, Block A): x\n");
+  run = run_engine_main({"--n", "3"}, throwing(std::invalid_argument("--prompt is empty")));
+  EXPECT_EQ(run.status, 2);
+  EXPECT_EQ(run.stderr_text, "workbook generate: --prompt is empty\n");
+  run = run_engine_main({"--n", "3"}, throwing(std::runtime_error("cannot read x.npy")));
+  EXPECT_EQ(run.status, 2);
+  EXPECT_EQ(run.stderr_text, "workbook generate: cannot read x.npy\n");
+  run = run_engine_main({"--n", "3"}, throwing(std::bad_alloc()));
+  EXPECT_EQ(run.status, 2);
+  EXPECT_EQ(run.stderr_text,
+            "workbook generate: out of memory (std::bad_alloc): the model is too large\n");
+  EXPECT_EQ(run.stdout_text, "");
+}
+
+TEST(EngineMain, ABadCommandLineIsOneLineAndExitStatus2WithoutRunning) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--n", "x"}, {}, {"--n", "3", "--what"}}) {
+    const EngineRun run = run_engine_main(args, [] { return 0; });
+    EXPECT_EQ(run.status, 2);
+    EXPECT_FALSE(run.ran);
+    EXPECT_EQ(run.stderr_text.rfind("workbook generate: ", 0), 0u) << run.stderr_text;
+    EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1)
+        << run.stderr_text;
+    EXPECT_EQ(run.stdout_text, "");
+  }
+  const EngineRun help = run_engine_main({"--help"}, [] { return 0; });
+  EXPECT_EQ(help.status, 0);
+  EXPECT_FALSE(help.ran);
+  EXPECT_NE(help.stdout_text.find("--n"), std::string::npos) << help.stdout_text;
+}
+
 // ---- workbook generate on a GPT checkpoint ----
 
 struct Output {
@@ -119,17 +196,19 @@ class WorkbookGenerateGpt : public ::testing::Test {
     workbench::save_gpt_checkpoint(dir(), checkpoint_);
   }
 
-  Output generate(const std::string& args) const {
+  // `program`: the workbook command, or an engine run directly ("generate-gpt-reference").
+  Output generate(const std::string& args, const std::string& program = "workbook generate") const {
     const fs::path out = tmp_ / "stdout.txt", err = tmp_ / "stderr.txt";
-    const std::string command = std::string(MINIMODEL_BIN_DIR) + "/workbook generate " + args +
+    const std::string command = std::string(MINIMODEL_BIN_DIR) + "/" + program + " " + args +
                                 " > " + out.string() + " 2> " + err.string();
     const int raw = std::system(command.c_str());
     return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, workbench::read_file(out),
             workbench::read_file(err)};
   }
   // Exit status 2, nothing on stdout, one line on stderr that mentions `mention`.
-  void expect_rejected(const std::string& args, const std::string& mention) const {
-    const Output run = generate(args);
+  void expect_rejected(const std::string& args, const std::string& mention,
+                       const std::string& program = "workbook generate") const {
+    const Output run = generate(args, program);
     EXPECT_EQ(run.status, 2) << run.stderr_text;
     EXPECT_EQ(run.stdout_text, "");
     EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1)
@@ -179,6 +258,20 @@ TEST_F(WorkbookGenerateGpt, RejectsBadKnobsNamingThem) {
                   "--top-k 5000 but the vocabulary has " + std::to_string(bpe_.vocab.size()));
   expect_rejected(with_checkpoint("--prompt x --max-new 0"), "--max-new");
   expect_rejected(with_checkpoint("--prompt x --tokens 5"), "--max-new");
+}
+
+// The sampler refuses a NaN temperature too, but only once sampling starts, after the prompt is
+// printed: the knobs are checked as the command line is read, by the command and by the engine.
+TEST_F(WorkbookGenerateGpt, RefusesBadKnobsBeforePrintingAnything) {
+  for (const std::string program : {"workbook generate", "generate-gpt-reference"}) {
+    SCOPED_TRACE(program);
+    for (const std::string knob :
+         {"--temperature nan", "--temperature -nan", "--temperature -0.5", "--temperature inf"})
+      expect_rejected(with_checkpoint("--prompt \"In the\" " + knob), "--temperature", program);
+    for (const std::string knob : {"--top-p nan", "--top-p 0", "--top-p -0.1", "--top-p 1.01"})
+      expect_rejected(with_checkpoint("--prompt \"In the\" " + knob), "--top-p", program);
+    expect_rejected(with_checkpoint("--prompt \"In the\" --top-k -1"), "--top-k", program);
+  }
 }
 
 TEST_F(WorkbookGenerateGpt, RejectsAPromptThatFillsTheContextOrIsEmpty) {

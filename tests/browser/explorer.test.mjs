@@ -1,14 +1,20 @@
-// The attention explorer's page (`workbook explore`) in a real headless Chromium: Debian's
-// /usr/bin/chromium driven by puppeteer-core (no browser download). The page is made here by
+// The attention explorer's page (`workbook explore`) in a real headless browser (BROWSER, below)
+// driven by puppeteer-core (no browser download). The page is made here by
 // `workbook explore` from lab 10's reference checkpoint, which `workbook verify 10 --impl
 // reference` (or the test workflow) writes; the C++ side's own numbers are the .json it writes
 // beside the page, and `workbook generate` is asked for the next token independently.
 //
+// BROWSER: chromium (the default; Debian's /usr/bin/chromium, over CDP) or firefox (Debian's
+// /usr/bin/firefox-esr, over WebDriver BiDi). explorer-firefox.test.mjs runs this suite in Firefox,
+// so `node --test` runs it in both, each test named with its browser.
+//
 //   BUILD_DIR       the build folder (default: ../../build)
 //   CHECKPOINT      lab 10's checkpoint (default: experiments/10-induction-heads/reference/checkpoint)
-//   CHROMIUM        the browser (default: /usr/bin/chromium)
-// Screenshots of each view go to BUILD_DIR/browser-tests/screenshots/.
-import { after, before, test } from "node:test";
+//   CHROMIUM        Chromium (default: /usr/bin/chromium)
+//   FIREFOX         Firefox (default: /usr/bin/firefox-esr)
+// The pages go to BUILD_DIR/browser-tests/BROWSER/, screenshots of each view to
+// BUILD_DIR/browser-tests/screenshots/BROWSER/.
+import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
@@ -21,8 +27,16 @@ const repo = path.resolve(here, "../..");
 const build = path.resolve(process.env.BUILD_DIR || path.join(repo, "build"));
 const checkpoint = path.resolve(
   process.env.CHECKPOINT || path.join(repo, "experiments/10-induction-heads/reference/checkpoint"));
-const outDir = path.join(build, "browser-tests");
-const shots = path.join(outDir, "screenshots");
+const browserName = process.env.BROWSER || "chromium";
+const launchOptions = {
+  chromium: { executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+              args: process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : [] },
+  firefox: { browser: "firefox", executablePath: process.env.FIREFOX || "/usr/bin/firefox-esr" },
+}[browserName];
+if (!launchOptions) throw new Error(`BROWSER=${browserName}: give chromium or firefox`);
+const test = (name, ...rest) => nodeTest(`${browserName}: ${name}`, ...rest);
+const outDir = path.join(build, "browser-tests", browserName);
+const shots = path.join(build, "browser-tests", "screenshots", browserName);
 const workbook = path.join(build, "bin/workbook");
 // Lab 10's task: random tokens, then a segment repeated once (12 random, 10 twice).
 const tokens = "8 23 4 55 19 30 1 42 60 11 27 36 5 40 12 7 33 21 9 50 2 61 5 40 12 7 33 21 9 50 2 61";
@@ -32,23 +46,20 @@ let browser, page, data;
 const problems = [];  // console errors, page errors, requests that left the file
 
 before(async () => {
-  mkdirSync(shots, { recursive: true });
+  for (const dir of [outDir, shots]) mkdirSync(dir, { recursive: true });
   const html = path.join(outDir, "explore-lab10.html");
   execFileSync(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint,
                           "--tokens", tokens, "--out", html], { stdio: ["ignore", "pipe", "inherit"] });
   data = JSON.parse(readFileSync(html.replace(/\.html$/, ".json"), "utf8"));  // the C++ side's
-  browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : [],
-  });
+  browser = await puppeteer.launch({ ...launchOptions, headless: true });
   page = await browser.newPage();
   await page.setViewport({ width: 1280, height: 800 });
   page.on("console", message => { if (message.type() === "error") problems.push("console: " + message.text()); });
   page.on("pageerror", error => problems.push("page error: " + error.message));
   await page.setRequestInterception(true);
   page.on("request", request => {
-    if (request.url().startsWith("file:")) return request.continue();
+    // A data: URL is the page's own (its empty favicon): Firefox reports it as a request, Chromium not.
+    if (/^(file|data):/.test(request.url())) return request.continue();
     problems.push("network request: " + request.url());
     return request.abort();
   });

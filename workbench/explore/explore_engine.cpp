@@ -2,10 +2,9 @@
 
 #include <filesystem>
 #include <iostream>
-#include <new>
 #include <stdexcept>
 
-#include "minimodel/todo.hpp"
+#include "util/engine_main.hpp"
 #include "util/files.hpp"
 
 namespace workbench {
@@ -65,26 +64,8 @@ int explore_engine_main(int argc, char** argv, const std::string& description,
   ExploreOptions options;
   add_explore_options(app, options, true);
   app.get_option("--checkpoint")->required();
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return "workbook explore: " + std::string(e.what()) + "\n";
-  });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), 2);
-  }
-  try {
-    return explore(options);
-  } catch (const minimodel::Todo& e) {
-    std::cerr << "workbook explore --impl " << impl << ": " << e.what() << '\n';
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "workbook explore: out of memory (std::bad_alloc)\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "workbook explore: " << e.what() << '\n';
-    return 2;
-  }
+  return engine_main(app, argc, argv, {"workbook explore", impl, ""},
+                     [&] { return explore(options); });
 }
 
 }  // namespace workbench

@@ -34,9 +34,9 @@ void cut_to_context(std::vector<Token>& tokens, std::size_t max_len, PageData& p
   tokens.resize(max_len);
 }
 
-/// An engine's main: parses the explore options (exit 2 on a bad command line), runs `explore`
-/// and turns what it throws into one line and the exit status: a TODO stub 1 (naming `impl`),
-/// anything else (bad input, no memory) 2.
+/// An engine's main: the explore options (--checkpoint and --out required) read and `explore` run
+/// by engine_main (util/engine_main.hpp), which says what it throws in one line: a TODO stub
+/// exit 1 (naming `impl`), anything else (bad input, no memory) 2; a bad command line 2.
 int explore_engine_main(int argc, char** argv, const std::string& description,
                         const std::string& impl,
                         const std::function<int(const ExploreOptions&)>& explore);

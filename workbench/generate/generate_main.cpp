@@ -7,18 +7,15 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "checkpoint/checkpoint.hpp"
 #include "generate/generate_options.hpp"
 #include "generate/greedy.hpp"
 #include "minimodel/implementation.hpp"
-#include "minimodel/todo.hpp"
+#include "util/engine_main.hpp"
 
 namespace {
 
@@ -121,26 +118,8 @@ int main(int argc, char** argv) {
                " implementation of labs 04 and 08. Normally run through `workbook generate`."};
   workbench::GenerateOptions options;
   workbench::add_generate_options(app, options);
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return "workbook generate: " + std::string(e.what()) + "\n";
-  });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), 2);
-  }
-
-  try {
-    return generate(options);
-  } catch (const minimodel::Todo& e) {
-    std::cerr << "workbook generate --impl " << impl << ": " << e.what() << '\n';
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "workbook generate: out of memory (std::bad_alloc): the checkpoint's model is too "
-                 "large for the memory available\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "workbook generate: " << e.what() << '\n';
-    return 2;
-  }
+  return workbench::engine_main(
+      app, argc, argv,
+      {"workbook generate", impl, "the checkpoint's model is too large for the memory available"},
+      [&] { return generate(options); });
 }

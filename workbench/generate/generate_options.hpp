@@ -78,6 +78,22 @@ inline std::vector<std::size_t> parse_prompt(const std::vector<std::string>& pie
   return tokens;
 }
 
+/// A sampling knob's check: a number from `lo` to `hi` (above `lo` if `lo_open`), saying what to
+/// `give` otherwise. Unlike CLI::Range it refuses NaN, which compares false with both bounds: the
+/// GPT engine would find it only once sampling, after printing the prompt.
+inline CLI::Validator knob_in(double lo, double hi, bool lo_open, const std::string& give) {
+  const std::string range = std::string(lo_open ? "(" : "[") + CLI::detail::to_string(lo) + ", " +
+                            CLI::detail::to_string(hi) + "]";
+  return CLI::Validator(
+      [=](std::string& input) {
+        double value = 0.0;
+        const bool ok = CLI::detail::lexical_cast(input, value) &&
+                        (lo_open ? value > lo : value >= lo) && value <= hi;
+        return ok ? std::string() : input + " is not in " + range + ": give " + give;
+      },
+      "in " + range);
+}
+
 /// Adds every generate option except --impl, which only the workbook command has.
 inline void add_generate_options(CLI::App& app, GenerateOptions& o) {
   app.add_option("--checkpoint", o.checkpoint,
@@ -99,7 +115,7 @@ inline void add_generate_options(CLI::App& app, GenerateOptions& o) {
                  "Lab 13: divide the logits by T before the softmax; 0 picks the most likely "
                  "token (default " +
                      CLI::detail::to_string(d.temperature) + ")")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(knob_in(0.0, 100.0, false, "e.g. 0.8, or 0 for the most likely token"));
   app.add_option("--top-k", o.top_k,
                  "Lab 13: sample among the K most likely tokens only; 0: all (default " +
                      std::to_string(d.top_k) + ")")
@@ -108,7 +124,7 @@ inline void add_generate_options(CLI::App& app, GenerateOptions& o) {
                  "Lab 13: then among the smallest set of most likely tokens whose probability "
                  "reaches P, in (0, 1] (default " +
                      CLI::detail::to_string(d.top_p) + ")")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(knob_in(0.0, 1.0, true, "e.g. 0.95 (0 would keep no token, 1 keeps every one)"));
   app.add_option("--max-new", o.max_new,
                  "Lab 13: how many tokens to generate (default " + std::to_string(d.max_new) +
                      "); past the context the model keeps its last max_len/2 tokens")

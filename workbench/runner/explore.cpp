@@ -70,6 +70,9 @@ int serve_page(const std::filesystem::path& page_path, int port) {
     const int yes = 1;
     setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
+  // An idle connection (a browser keeps one open, or opens one ahead) holds stop(), and so Ctrl-C,
+  // for this long: cpp-httplib's default is 5 s.
+  server.set_keep_alive_timeout(1);
   server.Get("/", [&html](const httplib::Request&, httplib::Response& response) {
     response.set_content(html, "text/html; charset=utf-8");
   });
