@@ -125,6 +125,14 @@ TEST(Displayable, KeepsValidUtf8AndEscapesEachByteOfAnInvalidSequence) {
   EXPECT_TRUE(workbench::valid_utf8("\xF0\x9F\x98\x80"));
 }
 
+TEST(Displayable, ShowsSpacesAndNewlinesWhenAskedAndEscapesBeforeThat) {
+  using workbench::Whitespace;
+  EXPECT_EQ(workbench::displayable(" the\n", Whitespace::visible), "\xE2\x90\xA3the\xE2\x86\xB5");
+  EXPECT_EQ(workbench::displayable("\t\xFF ", Whitespace::visible), "\t\\xFF\xE2\x90\xA3");
+  EXPECT_EQ(workbench::displayable(" \n", Whitespace::as_is), " \n");
+  EXPECT_TRUE(workbench::valid_utf8(workbench::displayable("\xE2\x82 \xC0", Whitespace::visible)));
+}
+
 workbench::PageData small_page() {
   workbench::PageData page;
   page.title = "test";

@@ -31,15 +31,17 @@
 #include "figures/bar_chart.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
-#include "generate/utf8_stream.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/model/gpt.hpp"
 #include "minimodel/tokenizer/bpe.hpp"
 #include "train/gpt_trainer.hpp"
 #include "util/files.hpp"
 #include "util/source_tree.hpp"
+#include "util/text.hpp"
 
 using minimodel::TokenId;
+using workbench::format_number;
+using workbench::Whitespace;
 
 namespace {
 
@@ -112,26 +114,6 @@ constexpr const char* kVerseStart = "And Obed begat Jesse";
 constexpr const char* kGenealogyStart = "Now these are the generations of Pharez";
 constexpr const char* kDanielStart = "Nebuchadnezzar the king made an image of gold";
 constexpr std::size_t kDanielBytes = 6000;
-
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
-
-// A token as the figures show it: a space as "␣", a newline as "↵", invalid UTF-8 as U+FFFD.
-std::string shown(const std::string& bytes) {
-  std::string text;
-  for (const char c : workbench::replace_invalid_utf8(bytes)) {
-    if (c == ' ')
-      text += "\xe2\x90\xa3";
-    else if (c == '\n')
-      text += "\xe2\x86\xb5";
-    else
-      text += c;
-  }
-  return text;
-}
 
 // The text from `start` to the end of its line (one verse), or to `bytes` bytes if longer.
 std::string passage(const std::string& text, const char* start, std::size_t bytes, bool one_line) {
@@ -367,8 +349,9 @@ int main(int argc, char** argv) {
       tokenizer.source =
           "trained here (no experiments/12-tokens/vocab.json yet): " + std::to_string(size) +
           " tokens in " +
-          format("%.1f",
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) +
+          format_number(
+              "%.1f",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) +
           " s";
     }
     minimodel::BpeEncoder encoder(minimodel::bpe_from_files(
@@ -381,7 +364,7 @@ int main(int argc, char** argv) {
     const double bytes_per_token = double(corpus.train.size()) / double(train_ids.size());
     run.print("Tokenizer: " + std::to_string(vocab) + " tokens, from " + tokenizer.source + ".");
     run.print("Corpus: " + std::to_string(train_ids.size()) + " training tokens (" +
-              format("%.2f", bytes_per_token) + " bytes each), " +
+              format_number("%.2f", bytes_per_token) + " bytes each), " +
               std::to_string(validation_ids.size()) + " validation tokens.");
 
     // ---- Training ----
@@ -418,15 +401,15 @@ int main(int argc, char** argv) {
               std::to_string(model.n_layers) + " layers of " + std::to_string(model.n_heads) +
               " heads: " + std::to_string(parameters) + " parameters. Batches of " +
               std::to_string(settings.batch) + " x " + std::to_string(settings.length) +
-              " tokens; AdamW, lr " + format("%.1e", settings.train.schedule.lr_max) + " after " +
-              std::to_string(settings.train.schedule.warmup) + " warm-up steps, cosine to " +
-              format("%.1e", settings.train.schedule.lr_min) + " at step " +
-              std::to_string(settings.train.schedule.max_steps) +
-              (short_run
-                   ? ""
-                   : " (" + format("%.3f", calibrated_step) + " s a step, measured; a budget of " +
-                         format("%.0f", mode.train_seconds) + " s)") +
-              ". log V = " + format("%.3f", log_v) + ".");
+              " tokens; AdamW, lr " + format_number("%.1e", settings.train.schedule.lr_max) +
+              " after " + std::to_string(settings.train.schedule.warmup) +
+              " warm-up steps, cosine to " + format_number("%.1e", settings.train.schedule.lr_min) +
+              " at step " + std::to_string(settings.train.schedule.max_steps) +
+              (short_run ? ""
+                         : " (" + format_number("%.3f", calibrated_step) +
+                               " s a step, measured; a budget of " +
+                               format_number("%.0f", mode.train_seconds) + " s)") +
+              ". log V = " + format_number("%.3f", log_v) + ".");
     minimodel::GptTape<float> eval_tape;
     const minimodel::Evaluation initial =
         minimodel::evaluate(trainer.params(), validation_ids, settings.length, settings.batch,
@@ -441,15 +424,16 @@ int main(int argc, char** argv) {
     const workbench::TrainLog log = workbench::train_gpt(
         trainer, train_ids, validation_ids, token_bytes, loop, [&](const workbench::EvalPoint& p) {
           run.print("  step " + std::to_string(p.step) + ": validation loss " +
-                    format("%.3f", p.eval.loss) + " nats, " + format("%.3f", p.eval.bits_per_byte) +
-                    " bits per byte");
+                    format_number("%.3f", p.eval.loss) + " nats, " +
+                    format_number("%.3f", p.eval.bits_per_byte) + " bits per byte");
         });
     const std::size_t steps = trainer.steps();
     const double tokens_seen = double(steps * settings.batch * settings.length);
-    run.print("Trained " + std::to_string(steps) + " steps in " + format("%.1f", log.seconds) +
-              " s (CPU " + format("%.1f", log.cpu_seconds) +
-              " s; measured, not checked): " + format("%.0f", tokens_seen) + " tokens, " +
-              format("%.2f", tokens_seen / double(train_ids.size())) +
+    run.print("Trained " + std::to_string(steps) + " steps in " +
+              format_number("%.1f", log.seconds) + " s (CPU " +
+              format_number("%.1f", log.cpu_seconds) +
+              " s; measured, not checked): " + format_number("%.0f", tokens_seen) + " tokens, " +
+              format_number("%.2f", tokens_seen / double(train_ids.size())) +
               " passes over the training tokens" +
               (log.stopped_by_time ? "; the time budget ended it before the schedule did" : "") +
               ". Every step is in train_log.csv.");
@@ -490,7 +474,7 @@ int main(int argc, char** argv) {
     // nat is twice that at the default width.
     run.check("the first batch's loss is log V's, as an untrained model's should be",
               std::fabs(first_loss - log_v) < 0.1, first_loss,
-              format("%.3f", first_loss) + " vs log V = " + format("%.3f", log_v));
+              format_number("%.3f", first_loss) + " vs log V = " + format_number("%.3f", log_v));
     // Full mode: below a unigram model of the training books' tokens, the best a model can do
     // that ignores every token before the one it predicts; so the model uses its context. The
     // reference passes it near step 50 even on a loaded machine, and ends some 1.6 nats below it
@@ -501,18 +485,18 @@ int main(int argc, char** argv) {
     run.check(short_run ? "the validation loss falls by more than a nat"
                         : "the validation loss is below a unigram model's: the model uses context",
               final_eval.loss < target, final_eval.loss,
-              "validation " + format("%.3f", final_eval.loss) + " (from " +
-                  format("%.3f", initial.loss) + ") < " + format("%.3f", target) + "; " +
-                  format("%.3f", final_eval.bits_per_byte) + " bits per byte");
+              "validation " + format_number("%.3f", final_eval.loss) + " (from " +
+                  format_number("%.3f", initial.loss) + ") < " + format_number("%.3f", target) +
+                  "; " + format_number("%.3f", final_eval.bits_per_byte) + " bits per byte");
     run.print("  the last " + std::to_string(last_n) +
-              " training batches: " + format("%.3f", final_train) + " nats; validation over all " +
-              std::to_string(final_eval.tokens) +
-              " predicted tokens: " + format("%.3f", final_eval.loss) + " nats, " +
-              format("%.3f", final_eval.bits_per_byte) +
+              " training batches: " + format_number("%.3f", final_train) +
+              " nats; validation over all " + std::to_string(final_eval.tokens) +
+              " predicted tokens: " + format_number("%.3f", final_eval.loss) + " nats, " +
+              format_number("%.3f", final_eval.bits_per_byte) +
               " bits per byte; a unigram model of the "
               "training books' tokens " +
-              format("%.3f", unigram_loss) + " nats, " + format("%.3f", unigram_bits) +
-              " bits per byte; gzip -9, 2.45");
+              format_number("%.3f", unigram_loss) + " nats, " +
+              format_number("%.3f", unigram_bits) + " bits per byte; gzip -9, 2.45");
 
     // ---- The checkpoint ----
     const std::filesystem::path checkpoint_dir = loop.log_csv.parent_path() / "checkpoint";
@@ -549,9 +533,10 @@ int main(int argc, char** argv) {
     workbench::GptTrainer resumed(loaded);
     const float resumed_loss = resumed.step(train_ids).loss;
     const float continued_loss = trainer.step(train_ids).loss;
-    run.check("Check 4. a step from the loaded checkpoint equals the step the run would take",
-              std::memcmp(&resumed_loss, &continued_loss, sizeof(float)) == 0, resumed_loss,
-              format("%.9g", resumed_loss) + " and " + format("%.9g", continued_loss));
+    run.check(
+        "Check 4. a step from the loaded checkpoint equals the step the run would take",
+        std::memcmp(&resumed_loss, &continued_loss, sizeof(float)) == 0, resumed_loss,
+        format_number("%.9g", resumed_loss) + " and " + format_number("%.9g", continued_loss));
 
     // ---- The KV cache against the forward, on the verse ----
     const std::vector<TokenId> verse_ids = encoder.encode(verse);
@@ -577,8 +562,8 @@ int main(int argc, char** argv) {
 
     // ---- Samples ----
     run.print();
-    run.print("Samples (temperature " + format("%.1f", kSampleTemperature) + ", top-p " +
-              format("%.2f", kSampleTopP) + ", " + std::to_string(mode.sample_tokens) +
+    run.print("Samples (temperature " + format_number("%.1f", kSampleTemperature) + ", top-p " +
+              format_number("%.2f", kSampleTopP) + ", " + std::to_string(mode.sample_tokens) +
               " tokens, seed " + std::to_string(kSampleSeed) + "):");
     std::string samples_text;
     nlohmann::json samples = nlohmann::json::array();
@@ -618,10 +603,10 @@ int main(int argc, char** argv) {
     for (std::size_t l = 0; l < model.n_layers; ++l)
       for (std::size_t h = 0; h < model.n_heads; ++h) {
         const std::string name = "L" + std::to_string(l) + " H" + std::to_string(h);
-        run.print("  " + name + "    " + format("%.3f", trained.previous[l][h]) + "     " +
-                  format("%.3f", trained.induction[l][h]) + "                  " +
-                  format("%.3f", untrained.previous[l][h]) + "     " +
-                  format("%.3f", untrained.induction[l][h]));
+        run.print("  " + name + "    " + format_number("%.3f", trained.previous[l][h]) + "     " +
+                  format_number("%.3f", trained.induction[l][h]) + "                  " +
+                  format_number("%.3f", untrained.previous[l][h]) + "     " +
+                  format_number("%.3f", untrained.induction[l][h]));
         head_names.push_back(name);
         previous_bars.push_back(trained.previous[l][h]);
         induction_bars.push_back(trained.induction[l][h]);
@@ -699,13 +684,13 @@ int main(int argc, char** argv) {
                    {{0, last}, {uniform_bits, uniform_bits}, "log V (a uniform guess)"},
                    {{0, last}, {unigram_bits, unigram_bits}, "unigram (token frequencies)"},
                    {{0, last}, {2.45, 2.45}, "gzip -9 (validation books)"}};
-    workbench::render_line_plots(run.artifact("loss_curves.png"),
-                                 "Lab 13: a GPT of " + format("%.2f", double(parameters) / 1e6) +
-                                     "M parameters on the King "
-                                     "James Bible, " +
-                                     std::to_string(steps) + " steps in " +
-                                     format("%.0f", log.seconds) + " s",
-                                 {nats, bits});
+    workbench::render_line_plots(
+        run.artifact("loss_curves.png"),
+        "Lab 13: a GPT of " + format_number("%.2f", double(parameters) / 1e6) +
+            "M parameters on the King "
+            "James Bible, " +
+            std::to_string(steps) + " steps in " + format_number("%.0f", log.seconds) + " s",
+        {nats, bits});
 
     workbench::HeatmapFigure attention;
     attention.title = "Lab 13: every head of the trained model on Ruth 4:22 (held out)";
@@ -720,7 +705,8 @@ int main(int argc, char** argv) {
     attention.grid_rows = model.n_layers;
     attention.grid_cols = model.n_heads;
     for (std::size_t t = 0; t < verse_length; ++t)
-      attention.row_labels.push_back(shown(encoder.decode_bytes({verse_ids[t]})));
+      attention.row_labels.push_back(
+          workbench::displayable(encoder.decode_bytes({verse_ids[t]}), Whitespace::visible));
     attention.col_labels = attention.row_labels;
     attention.excluded_label = "future (causal mask)";
     workbench::render_heatmaps(run.artifact("attention.png"), attention);
@@ -736,8 +722,8 @@ int main(int argc, char** argv) {
       }
     bars.title = "Lab 13: what each trained head attends to (Ruth 4:18-22 and Daniel 3, held out)";
     bars.x_label = "head (layer, head); untrained heads score " +
-                   format("%.3f", untrained_previous) + " and " +
-                   format("%.3f", untrained_induction) + " on average";
+                   format_number("%.3f", untrained_previous) + " and " +
+                   format_number("%.3f", untrained_induction) + " on average";
     bars.y_label = "mean attention weight";
     bars.categories = head_names;
     bars.series = {{previous_bars, "previous-token score (key t - 1)"},

@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "util/text.hpp"  // displayable, valid_utf8: how every tool shows a token
+
 namespace workbench {
 
 /// One head's scores on the page's text: the mean weight its queries give one key each. A score
@@ -41,13 +43,6 @@ HeadScore score_head(const xt::xtensor<float, 2>& p,
 
 /// Token ids for text tokens: equal strings get equal ids, in order of first appearance.
 std::vector<std::size_t> ids_of(const std::vector<std::string>& tokens);
-
-/// `bytes` as text a page can show: valid UTF-8 as it is, each byte of an invalid sequence as
-/// "\xNN" (a BPE token may hold half a character), so that the page's JSON is always valid.
-std::string displayable(const std::string& bytes);
-
-/// Whether `bytes` is valid UTF-8; if not, `where` gets the offset of the first invalid byte.
-bool valid_utf8(const std::string& bytes, std::size_t* where = nullptr);
 
 /// One candidate next token.
 struct Prediction {
