@@ -28,6 +28,7 @@
 
 #include "checkpoint/gpt_checkpoint.hpp"
 #include "corpus/kjv_corpus.hpp"
+#include "explore/page_data.hpp"
 #include "figures/bar_chart.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
@@ -110,7 +111,8 @@ constexpr float kSampleTemperature = 0.8f, kSampleTopP = 0.95f;
 constexpr const char* kVerseStart = "And Obed begat Jesse";
 // The held-out texts of the head scores: Ruth's genealogy (4:18-22) and Daniel 3, which repeats
 // its list of officials and of instruments ("the cornet, flute, harp, sackbut, psaltery") four
-// times. An induction head attends from a repeated token to the token after its earlier copy.
+// times. An induction head attends from a repeated pair's second token to the token after its
+// earlier copy.
 constexpr const char* kGenealogyStart = "Now these are the generations of Pharez";
 constexpr const char* kDanielStart = "Nebuchadnezzar the king made an image of gold";
 constexpr std::size_t kDanielBytes = 6000;
@@ -153,9 +155,10 @@ struct HeadScores {
   std::vector<std::vector<double>> previous, induction;  // [layer][head]
 };
 
-// Each head's mean weight on the previous token (key t - 1, over t >= 1), and on the token after
-// the most recent earlier occurrence of the current token (key j + 1 for the last j < t with
-// token j == token t, over the t that have one), over the windows of `windows`.
+// Each head's mean weight on the previous token (key t - 1, over t >= 1) and, from the second
+// token of a repeated pair, on the token after its earlier occurrence (workbench::induction_keys,
+// as the explorer scores a text), over the windows of `windows`: workbench::score_head's means of
+// each window, weighted by how many queries each has.
 HeadScores head_scores(const minimodel::GptParams<float>& params,
                        const std::vector<std::vector<TokenId>>& windows) {
   const minimodel::GptConfig& c = params.config;
@@ -168,22 +171,19 @@ HeadScores head_scores(const minimodel::GptParams<float>& params,
     std::copy(window.begin(), window.end(), tokens.begin());
     minimodel::gpt_forward(params, tokens, tape);
     const auto maps = minimodel::attention_maps(tape, 0);
-    for (std::size_t t = 1; t < window.size(); ++t) {
-      ++n_previous;
-      std::size_t earlier = t;  // the last j < t with the same token
-      for (std::size_t j = t; j-- > 0;)
-        if (window[j] == window[t]) {
-          earlier = j;
-          break;
-        }
-      const bool repeated = earlier < t && earlier + 1 < t;  // key j + 1 is not the query itself
-      n_induction += repeated;
-      for (std::size_t l = 0; l < c.n_layers; ++l)
-        for (std::size_t h = 0; h < c.n_heads; ++h) {
-          scores.previous[l][h] += maps[l][h](t, t - 1);
-          if (repeated) scores.induction[l][h] += maps[l][h](t, earlier + 1);
-        }
-    }
+    const auto keys =
+        workbench::induction_keys(std::vector<std::size_t>(window.begin(), window.end()));
+    const std::size_t previous = window.size() - 1;  // queries t >= 1 (windows_of: 8 or more)
+    const auto copies = std::size_t(
+        std::count_if(keys.begin(), keys.end(), [](const auto& key) { return key.has_value(); }));
+    n_previous += previous;
+    n_induction += copies;
+    for (std::size_t l = 0; l < c.n_layers; ++l)
+      for (std::size_t h = 0; h < c.n_heads; ++h) {
+        const workbench::HeadScore score = workbench::score_head(maps[l][h], keys);
+        scores.previous[l][h] += score.previous_token.value_or(0.0) * double(previous);
+        scores.induction[l][h] += score.induction.value_or(0.0) * double(copies);
+      }
   }
   for (std::size_t l = 0; l < c.n_layers; ++l)
     for (std::size_t h = 0; h < c.n_heads; ++h) {
@@ -593,9 +593,9 @@ int main(int argc, char** argv) {
     run.print(
         "The heads on held-out text with repeated names and phrases (Ruth 4:18-22, Daniel 3, " +
         std::to_string(score_windows.size()) +
-        " windows): each head's mean weight on the previous token, and from a repeated "
-        "token on the token after its earlier occurrence (induction). Measured, not "
-        "checked:");
+        " windows): each head's mean weight on the previous token, and from the second token "
+        "of a repeated pair on the token after its earlier occurrence (induction). Measured, "
+        "not checked:");
     run.print("  head     previous  induction   (untrained: previous  induction)");
     nlohmann::json score_rows = nlohmann::json::array();
     std::vector<std::string> head_names;
