@@ -18,6 +18,7 @@
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/bar_chart.hpp"
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
@@ -268,6 +269,30 @@ int main(int argc, char** argv) {
       error_rows.push_back(row);
     }
     run.measure("error_vs_length", error_rows);
+    // For the attention explorer (`workbook explore 11`): the first queries' weights over the
+    // first 16 keys in each kernel, a "head" per kernel, from attention_in itself: with v = the
+    // identity (S, S), its output row t is query t's weights, as that kernel rounds them.
+    {
+      const std::size_t S = 16;
+      const Tensor2 k = xt::view(k_all, xt::range(0, S), xt::all());  // (S, d_head)
+      const Tensor2 identity = xt::eye<float>(S);
+      minimodel::Tensor4 weights = xt::zeros<float>({std::size_t{1}, kKernels.size(), kQueries, S});
+      std::vector<std::string> queries, keys;
+      std::string heads = "the heads are kernels:";
+      for (std::size_t i = 0; i < kKernels.size(); ++i) {
+        xt::view(weights, 0, i) =
+            minimodel::attention_in(q, k, identity, std::nullopt, kKernels[i].kernel);
+        heads += (i ? ", H" : " H") + std::to_string(i) + " " + kKernels[i].name;
+      }
+      for (std::size_t t = 0; t < kQueries; ++t) queries.push_back("q" + std::to_string(t));
+      for (std::size_t s = 0; s < S; ++s) keys.push_back("k" + std::to_string(s));
+      workbench::PageData page = workbench::cross_attention_page(
+          "Lab 11: " + std::to_string(kQueries) + " random queries over " + std::to_string(S) +
+              " random keys, the weights in each precision (d_head " + std::to_string(kDHead) + ")",
+          queries, keys, weights);
+      page.notes.push_back(heads);
+      workbench::save_page_data(run.artifact("explore.json"), page);
+    }
 
     // The rows the write-up quotes, one kernel a line: the error and the error in units of the
     // kernel's format's unit roundoff u (fp32 2^-24, bf16 2^-8, fp16 2^-11).
