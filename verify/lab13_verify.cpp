@@ -28,6 +28,7 @@
 
 #include "checkpoint/gpt_checkpoint.hpp"
 #include "corpus/kjv_corpus.hpp"
+#include "explore/gpt_page.hpp"
 #include "explore/page_data.hpp"
 #include "figures/bar_chart.hpp"
 #include "figures/heatmap.hpp"
@@ -710,6 +711,29 @@ int main(int argc, char** argv) {
     attention.col_labels = attention.row_labels;
     attention.excluded_label = "future (causal mask)";
     workbench::render_heatmaps(run.artifact("attention.png"), attention);
+    // The same verse for the attention explorer (`workbook explore 13`), as `workbook explore
+    // --checkpoint` shows a text: with each position's next tokens and each head's scores.
+    {
+      workbench::PageData page;
+      page.title =
+          "Lab 13: the trained model on Ruth 4:22 (held out), " + std::to_string(steps) + " steps";
+      page.notes.push_back(std::to_string(model.n_layers) + " layers × " +
+                           std::to_string(model.n_heads) + " heads, d_model " +
+                           std::to_string(model.d_model) + ", vocabulary " + std::to_string(vocab) +
+                           ", context " + std::to_string(model.max_len) + " tokens");
+      if (verse_length < verse_ids.size())
+        page.notes.push_back("the verse has " + std::to_string(verse_ids.size()) +
+                             " tokens but the model's context is " + std::to_string(model.max_len) +
+                             ": only the first " + std::to_string(verse_length) + " are shown");
+      const std::vector<TokenId> shown_ids(verse_ids.begin(),
+                                           verse_ids.begin() + std::ptrdiff_t(verse_length));
+      const auto text_of = [&encoder](std::size_t id) {
+        return workbench::displayable(encoder.decode_bytes({static_cast<TokenId>(id)}));
+      };
+      for (const TokenId id : shown_ids) page.tokens.push_back(text_of(id));
+      workbench::fill_gpt_page(saved.params, shown_ids, text_of, page);
+      workbench::save_page_data(run.artifact("explore.json"), page);
+    }
 
     workbench::BarChart bars;
     // The untrained model's heads spread their weight evenly; their mean scores, in the x label,
