@@ -2,7 +2,9 @@
 // /usr/bin/chromium driven by puppeteer-core (no browser download). The page is made here by
 // `workbook explore` from lab 10's reference checkpoint, which `workbook verify 10 --impl
 // reference` (or the test workflow) writes; the C++ side's own numbers are the .json it writes
-// beside the page, and `workbook generate` is asked for the next token independently.
+// beside the page, and `workbook generate` is asked for the next token independently. Labs 02, 06
+// and 13's pages come from their reference verify runs (`workbook explore NN`), which the test
+// workflow writes: lab 06's is cross-attention, T queries over S keys of another sequence.
 //
 //   BUILD_DIR       the build folder (default: ../../build)
 //   CHECKPOINT      lab 10's checkpoint (default: experiments/10-induction-heads/reference/checkpoint)
