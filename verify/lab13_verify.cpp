@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -731,7 +732,14 @@ int main(int argc, char** argv) {
         return workbench::displayable(encoder.decode_bytes({static_cast<TokenId>(id)}));
       };
       for (const TokenId id : shown_ids) page.tokens.push_back(text_of(id));
-      workbench::fill_gpt_page(saved.params, shown_ids, text_of, page);
+      try {
+        workbench::fill_gpt_page(saved.params, shown_ids, text_of, page);
+      } catch (const std::range_error& e) {  // a diverged training (a mutant's): no predictions
+        page.predictions.clear();
+        page.notes.push_back(std::string("no next-token predictions: ") + e.what());
+        page.scores = workbench::score_heads(
+            page.weights, std::vector<std::size_t>(shown_ids.begin(), shown_ids.end()));
+      }
       workbench::save_page_data(run.artifact("explore.json"), page);
     }
 
