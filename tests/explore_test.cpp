@@ -125,6 +125,14 @@ TEST(Displayable, KeepsValidUtf8AndEscapesEachByteOfAnInvalidSequence) {
   EXPECT_TRUE(workbench::valid_utf8("\xF0\x9F\x98\x80"));
 }
 
+TEST(Displayable, ShowsSpacesAndNewlinesWhenAskedAndEscapesBeforeThat) {
+  using workbench::Whitespace;
+  EXPECT_EQ(workbench::displayable(" the\n", Whitespace::visible), "\xE2\x90\xA3the\xE2\x86\xB5");
+  EXPECT_EQ(workbench::displayable("\t\xFF ", Whitespace::visible), "\t\\xFF\xE2\x90\xA3");
+  EXPECT_EQ(workbench::displayable(" \n", Whitespace::as_is), " \n");
+  EXPECT_TRUE(workbench::valid_utf8(workbench::displayable("\xE2\x82 \xC0", Whitespace::visible)));
+}
+
 workbench::PageData small_page() {
   workbench::PageData page;
   page.title = "test";
@@ -306,6 +314,41 @@ TEST(LabPage, TakesEachLayersHeadsOfOneSequenceAndScoresThemOnTheTokens) {
   EXPECT_THROW(workbench::lab_page("lab", {"a", "b"}, {layer}), std::invalid_argument);
   EXPECT_THROW(workbench::lab_page("lab", tokens, {xt::zeros<float>({2, 2, 4, 4})}),
                std::invalid_argument);
+}
+
+TEST(CrossAttentionPage, HasItsOwnKeysNoScoresAndReadsBackNonSquare) {
+  // 2 queries over 3 keys of another sequence, 2 heads: (1, 2, 2, 3).
+  xt::xtensor<float, 4> weights = xt::zeros<float>({1, 2, 2, 3});
+  xt::view(weights, 0, 0) = xt::xtensor<float, 2>{{0.5f, 0.5f, 0.0f}, {0.25f, 0.25f, 0.5f}};
+  xt::view(weights, 0, 1) = xt::xtensor<float, 2>{{1.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 1.0f}};
+  const std::vector<std::string> queries = {"we", "rest"}, keys = {"<bos>", "I", "<pad>"};
+  const workbench::PageData page = workbench::cross_attention_page("cross", queries, keys, weights);
+  EXPECT_EQ(page.key_tokens, keys);
+  ASSERT_EQ(page.scores.size(), 2u);
+  for (const workbench::HeadScore& score : page.scores)
+    EXPECT_FALSE(score.previous_token || score.induction || score.first_token);
+  const nlohmann::json json = workbench::page_json(page);
+  EXPECT_EQ(json["key_tokens"], nlohmann::json(keys));
+  EXPECT_EQ(json["weights"][0][0][1].size(), 3u);  // a row has S = 3 keys
+  const workbench::PageData back = workbench::page_from_json(json);
+  EXPECT_EQ(back.key_tokens, keys);
+  EXPECT_EQ(back.weights[0][1], xt::view(weights, 0, 1));
+  EXPECT_EQ(workbench::page_json(back), json);
+  // A self-attention page says null, and a page written before key_tokens existed reads as one.
+  EXPECT_TRUE(workbench::page_json(small_page())["key_tokens"].is_null());
+  nlohmann::json old = workbench::page_json(small_page());
+  old.erase("key_tokens");
+  EXPECT_TRUE(workbench::page_from_json(old).key_tokens.empty());
+  // Weights whose keys are not the key tokens are refused, written or read.
+  workbench::PageData wrong = page;
+  wrong.key_tokens.pop_back();
+  EXPECT_THROW(workbench::page_json(wrong), std::invalid_argument);
+  nlohmann::json short_keys = json;
+  short_keys["key_tokens"].erase(2);
+  EXPECT_THROW(workbench::page_from_json(short_keys), std::runtime_error);
+  EXPECT_THROW(
+      workbench::cross_attention_page("cross", queries, keys, xt::zeros<float>({2, 2, 2, 3})),
+      std::invalid_argument);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/attention/attention_block.hpp"
@@ -138,10 +139,14 @@ int main(int argc, char** argv) {
     std::vector<MultiHeadAttention> layers;
     for (std::size_t i = 0; i < kDepth; ++i) layers.emplace_back(kDModel, kHeads, kWeightSeed + i);
     std::vector<double> layer_index, post_norms, pre_norms;
+    std::vector<minimodel::Tensor4> pre_weights;  // each block's (1, H, T, T), for the explorer
     Tensor3 post_x = x, pre_x = x;
     for (std::size_t i = 0; i <= kDepth; ++i) {
       if (i > 0) {
         post_x = block(post_x, layers[i - 1], Norm::post_ln);
+        // The pre-LN block's attention sees layer_norm of the stream, as inside mha_block.
+        layers[i - 1].forward(minimodel::layer_norm(pre_x));
+        pre_weights.push_back(layers[i - 1].attention_weights());
         pre_x = block(pre_x, layers[i - 1], Norm::pre_ln);
       }
       layer_index.push_back(double(i));
@@ -196,5 +201,12 @@ int main(int argc, char** argv) {
         run.artifact("position_stats.png"),
         "Lab 04: output rows of one block, post-LN vs pre-LN (d_model = 64, H = 4)",
         {variance_plot, mean_plot});
+    // The pre-LN stack's attention, block by block, for the attention explorer: `workbook
+    // explore 04`.
+    workbench::save_page_data(
+        run.artifact("explore.json"),
+        workbench::lab_page("Lab 04: the pre-LN stack of " + std::to_string(kDepth) +
+                                " blocks over the sentence (seeded weights, no mask)",
+                            tokens, pre_weights));
   });
 }

@@ -11,6 +11,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/heatmap.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/attention/cross_attention.hpp"
@@ -187,5 +188,12 @@ int main(int argc, char** argv) {
     figure.excluded_label = "<pad> key: weight 0";
     figure.vmax = std::max(0.05f, xt::amax(weights)());
     workbench::render_heatmaps(run.artifact("heatmap.png"), figure);
+    // The same weights for the attention explorer (`workbook explore 06`): the keys are the
+    // encoder's sequence, a strip of their own.
+    workbench::save_page_data(
+        run.artifact("explore.json"),
+        workbench::cross_attention_page(
+            "Lab 06: decoder queries over padded encoder sequence 1 (H = 4, d_model = 64)",
+            decoder_tokens(), encoder[1], xt::view(weights, xt::range(1, 2))));
   });
 }

@@ -26,10 +26,12 @@
 #include <unistd.h>  // getpid
 
 #include <cblas.h>  // OpenBLAS: openblas_set_num_threads
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
 
 #include "bench/bench_suite.hpp"
+#include "explore/page_data.hpp"
 #include "figures/bar_chart.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
@@ -318,6 +320,30 @@ int verify_lab07(int argc, char** argv, bool torch_requested, const std::string&
         "causal, tiles 3 x 3: equals forward with causal_mask(8)",
         workbench::max_abs_diff(tiled_causal, layer.forward(x, minimodel::causal_mask(T))),
         kTolerance);
+    // For the attention explorer (`workbook explore 07`): the causal weights efficient_forward
+    // never stores, from tiled_attention itself. With v = the identity (T, T), its output row t
+    // is query t's weights over the keys: out = P I = P.
+    {
+      const minimodel::Tensor4 q_heads =
+          minimodel::split_heads(minimodel::project(x, layer.w_q()), kHeads);  // (1, H, T, d_head)
+      const minimodel::Tensor4 k_heads =
+          minimodel::split_heads(minimodel::project(x, layer.w_k()), kHeads);
+      const Tensor2 identity = xt::eye<float>(T);
+      minimodel::TiledOptions causal_tiles;
+      causal_tiles.causal = true;
+      causal_tiles.tiles = {3, 3};
+      minimodel::Tensor4 heads = xt::zeros<float>({std::size_t{1}, kHeads, T, T});  // (1, H, T, T)
+      for (std::size_t h = 0; h < kHeads; ++h) {
+        const Tensor2 q_h = xt::view(q_heads, 0, h);  // (T, d_head)
+        const Tensor2 k_h = xt::view(k_heads, 0, h);
+        xt::view(heads, 0, h) = minimodel::tiled_attention(q_h, k_h, identity, causal_tiles);
+      }
+      workbench::save_page_data(
+          run.artifact("explore.json"),
+          workbench::lab_page("Lab 07: the causal weights tiled_attention never stores (tiles 3 "
+                              "x 3, v = the identity), lab 01's layer over the sentence",
+                              tokens, {heads}));
+    }
     if (run.comparing()) return;  // workbook diff: what follows is memory and time
 
     // One thread, so that the bytes do not depend on the machine: each helper thread of a

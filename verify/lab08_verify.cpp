@@ -20,6 +20,7 @@
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/attention/kv_cache.hpp"
@@ -211,10 +212,16 @@ int main(int argc, char** argv) {
         "differences divided by max(1, max |y|).");
     const GroupedQueryAttention mha = make_layer(kDModel, kHeads, kHeads, T, kSeed + 1);
     const minimodel::Positions sentence_positions = xt::view(first_positions(T), 0);
-    const Tensor3 full =
-        minimodel::rope_self_attention(x, mha.w_q(), mha.w_k(), mha.w_v(), mha.w_o(), kHeads,
-                                       *mha.rope(), sentence_positions)
-            .output;
+    const minimodel::MultiHeadResult reference = minimodel::rope_self_attention(
+        x, mha.w_q(), mha.w_k(), mha.w_v(), mha.w_o(), kHeads, *mha.rope(), sentence_positions);
+    const Tensor3& full = reference.output;
+    // The weights each decoding step must reproduce, a row per step, for the attention explorer:
+    // `workbook explore 08`.
+    workbench::save_page_data(
+        run.artifact("explore.json"),
+        workbench::lab_page("Lab 08: the causal RoPE weights that decoding with the KV cache "
+                            "reproduces row by row (H 4 = H_kv, seeded weights)",
+                            tokens, {reference.weights}));
     const Tensor3 token_by_token = decode(mha, x, 0);
     // Block B's kv_head (exact), RoPE at (B, T) positions (lab 05's tests' 1e-5) and forward_step
     // (kTolerance: the tests compare at scale max(1, max |y|), here absolute).

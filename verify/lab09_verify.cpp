@@ -17,6 +17,7 @@
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/attention/attention.hpp"
@@ -221,6 +222,15 @@ int main(int argc, char** argv) {
       const MhaGrads<float> g32 =
           minimodel::mha_backward<float>(params, tape32, xt::cast<float>(r));
       record_grads(run, "mha_backward", g32, "B");
+      // The weights the tape keeps for the backward pass, for the attention explorer: `workbook
+      // explore 09`.
+      minimodel::Tensor4 probs = xt::zeros<float>({std::size_t{1}, kHeads, T, T});  // (1, H, T, T)
+      for (std::size_t h = 0; h < kHeads; ++h) xt::view(probs, 0, h) = tape32.heads[h].probs;
+      workbench::save_page_data(
+          run.artifact("explore.json"),
+          workbench::lab_page("Lab 09: the toy layer's causal weights as its tape keeps them for "
+                              "the backward pass (seeded weights, biases)",
+                              tokens, {probs}));
       const double key = xt::amax(xt::abs(g32.db_k))(), query = xt::amax(xt::abs(g32.db_q))();
       run.check("the key bias gets no gradient: max |db_K| <= 1e-5 · max |db_Q|",
                 key <= kKeyBiasRatio * query, key / query,

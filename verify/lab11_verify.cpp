@@ -18,11 +18,13 @@
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
+#include "explore/page_data.hpp"
 #include "figures/bar_chart.hpp"
 #include "figures/line_plot.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/precision/half_precision.hpp"
 #include "tensors/attention_float64.hpp"
+#include "util/text.hpp"
 
 using lab_setup::kSeed;
 using lab_setup::normal_rows;
@@ -31,6 +33,7 @@ using minimodel::Positions;
 using minimodel::Precision;
 using minimodel::Tensor2;
 using workbench::attention_float64;
+using workbench::format_number;
 using workbench::Matrix64;
 using workbench::max_abs_error;
 
@@ -93,12 +96,6 @@ const std::vector<NamedKernel> kKernels = {
     {"bf16, sums in bf16", "bf16 bf16-sum", {Precision::bf16, false}},
     {"fp16, sums in fp32", "fp16 fp32-sum", {Precision::fp16, true}},
     {"fp16, sums in fp16", "fp16 fp16-sum", {Precision::fp16, false}}};
-
-std::string format(const char* pattern, double value) {
-  char text[48];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
 
 // `text` right-aligned in `width` columns.
 std::string right(const std::string& text, std::size_t width) {
@@ -253,7 +250,7 @@ int main(int argc, char** argv) {
       const Tensor2 v = xt::view(v_all, xt::range(0, S), xt::all());  // (S, d_v)
       const Matrix64 truth = attention_float64(q, k, v);              // (T, d_v)
       lengths.push_back(double(S));
-      std::string line = format("%8.0f", double(S));
+      std::string line = format_number("%8.0f", double(S));
       nlohmann::json row = {{"S", S}};
       for (std::size_t i = 0; i < kKernels.size(); ++i) {
         const Tensor2 out = minimodel::attention_in(q, k, v, std::nullopt, kKernels[i].kernel);
@@ -265,13 +262,37 @@ int main(int argc, char** argv) {
                          std::to_string(S),
                      out, 2 * format_of(kKernels[i].kernel.storage).unit_roundoff(), "B");
         errors[i].push_back(max_abs_error(out, truth));
-        line += format("%15.3e", errors[i].back());
+        line += format_number("%15.3e", errors[i].back());
         row[kKernels[i].name] = errors[i].back();
       }
       run.print(line);
       error_rows.push_back(row);
     }
     run.measure("error_vs_length", error_rows);
+    // For the attention explorer (`workbook explore 11`): the first queries' weights over the
+    // first 16 keys in each kernel, a "head" per kernel, from attention_in itself: with v = the
+    // identity (S, S), its output row t is query t's weights, as that kernel rounds them.
+    {
+      const std::size_t S = 16;
+      const Tensor2 k = xt::view(k_all, xt::range(0, S), xt::all());  // (S, d_head)
+      const Tensor2 identity = xt::eye<float>(S);
+      minimodel::Tensor4 weights = xt::zeros<float>({std::size_t{1}, kKernels.size(), kQueries, S});
+      std::vector<std::string> queries, keys;
+      std::string heads = "the heads are kernels:";
+      for (std::size_t i = 0; i < kKernels.size(); ++i) {
+        xt::view(weights, 0, i) =
+            minimodel::attention_in(q, k, identity, std::nullopt, kKernels[i].kernel);
+        heads += (i ? ", H" : " H") + std::to_string(i) + " " + kKernels[i].name;
+      }
+      for (std::size_t t = 0; t < kQueries; ++t) queries.push_back("q" + std::to_string(t));
+      for (std::size_t s = 0; s < S; ++s) keys.push_back("k" + std::to_string(s));
+      workbench::PageData page = workbench::cross_attention_page(
+          "Lab 11: " + std::to_string(kQueries) + " random queries over " + std::to_string(S) +
+              " random keys, the weights in each precision (d_head " + std::to_string(kDHead) + ")",
+          queries, keys, weights);
+      page.notes.push_back(heads);
+      workbench::save_page_data(run.artifact("explore.json"), page);
+    }
 
     // The rows the write-up quotes, one kernel a line: the error and the error in units of the
     // kernel's format's unit roundoff u (fp32 2^-24, bf16 2^-8, fp16 2^-11).
@@ -287,7 +308,9 @@ int main(int argc, char** argv) {
       for (const std::size_t S : quoted) {
         const auto at =
             std::size_t(std::find(kLengths.begin(), kLengths.end(), S) - kLengths.begin());
-        line += right(format("%.3e", errors[i][at]) + format(" (%.2g u)", errors[i][at] / u), 24);
+        line += right(
+            format_number("%.3e", errors[i][at]) + format_number(" (%.2g u)", errors[i][at] / u),
+            24);
       }
       run.print(line);
     }
@@ -318,9 +341,9 @@ int main(int argc, char** argv) {
       run.check(kKernels[pure].name + " at S = " + std::to_string(S_max) +
                     ": more than 10 times the error with sums in fp32",
                 ratio > 10.0, ratio,
-                format("%.3e", errors[pure].back()) + " vs " +
-                    format("%.3e", errors[pure - 1].back()) + ", " + format("%.1f", ratio) +
-                    " times");
+                format_number("%.3e", errors[pure].back()) + " vs " +
+                    format_number("%.3e", errors[pure - 1].back()) + ", " +
+                    format_number("%.1f", ratio) + " times");
     }
 
     workbench::LinePlot error_plot;
@@ -395,7 +418,7 @@ int main(int argc, char** argv) {
         // The grid's last point, 2^128, is past float's largest value: its q is +inf.
         const std::string first_unsafe = sweep.first_unsafe > FLT_MAX
                                              ? std::string("2^128 (inf)")
-                                             : format("%.6g", sweep.first_unsafe);
+                                             : format_number("%.6g", sweep.first_unsafe);
         char line[200];
         std::snprintf(line, sizeof line, "  %-6s  %-14s %14.6g %13.6g %16s %15.6g %14.3e", name,
                       subtract_max ? "yes" : "no", sweep.largest_safe, double(stored),
@@ -417,16 +440,18 @@ int main(int argc, char** argv) {
         // A sweep that found no limit draws no bar (and its check fails).
         (subtract_max ? measured_max : measured_no_max)
             .values.push_back(found ? std::log10(sweep.largest_safe) : 0.0);
-        category += (subtract_max ? " and " : ": ") + format("%.5g", sweep.largest_safe);
+        category += (subtract_max ? " and " : ": ") + format_number("%.5g", sweep.largest_safe);
         (subtract_max ? analytic_max : analytic_no_max).values.push_back(std::log10(analytic));
-        const std::string what = subtract_max ? format("the largest finite value %.5g", analytic)
-                                              : format("ln(largest finite) = %.4f", analytic);
+        const std::string what = subtract_max
+                                     ? format_number("the largest finite value %.5g", analytic)
+                                     : format_number("ln(largest finite) = %.4f", analytic);
         safe_checks.push_back(
             {std::string(name) + (subtract_max ? " with" : " without") +
                  " the max: the largest safe logit is " + what,
              found && sweep.monotone && relative <= tolerance, relative,
-             "measured " + format("%.6g", sweep.largest_safe) + ", |measured/analytic - 1| = " +
-                 format("%.3e", relative) + " (tolerance " + format("%.3e", tolerance) +
+             "measured " + format_number("%.6g", sweep.largest_safe) +
+                 ", |measured/analytic - 1| = " + format_number("%.3e", relative) + " (tolerance " +
+                 format_number("%.3e", tolerance) +
                  (sweep.monotone ? "" : "; finite again past the first unsafe L") + ")"});
       }
       categories.push_back(category);
@@ -497,19 +522,20 @@ int main(int argc, char** argv) {
       return std::size_t(std::max_element(values.begin(), values.end()) - values.begin());
     };
     const std::size_t worst_fp32 = argmax(error_fp32), worst_bf16 = argmax(error_bf16);
-    run.print("  largest over every position: fp32 " + format("%.3e", error_fp32[worst_fp32]) +
-              " at position " + std::to_string(worst_fp32) + ", bf16 " +
-              format("%.3e", error_bf16[worst_bf16]) + " at position " +
+    run.print("  largest over every position: fp32 " +
+              format_number("%.3e", error_fp32[worst_fp32]) + " at position " +
+              std::to_string(worst_fp32) + ", bf16 " +
+              format_number("%.3e", error_bf16[worst_bf16]) + " at position " +
               std::to_string(worst_bf16) +
               " (an error above pi leaves the pair's rotation no better than a random one)");
     run.check_max_abs_diff("fp32: angle error at every position up to " +
                                std::to_string(kMaxPosition) + " below 2^-23 · 16384",
                            error_fp32[worst_fp32], kFp32AngleBound);
     const double bf16_last = error_bf16.back();
-    run.check(
-        "bf16: angle error at position " + std::to_string(kMaxPosition) + " above 1 rad",
-        bf16_last > kBf16AngleFloor, bf16_last,
-        format("%.3f rad", bf16_last) + " (fp32: " + format("%.2e rad", error_fp32.back()) + ")");
+    run.check("bf16: angle error at position " + std::to_string(kMaxPosition) + " above 1 rad",
+              bf16_last > kBf16AngleFloor, bf16_last,
+              format_number("%.3f rad", bf16_last) +
+                  " (fp32: " + format_number("%.2e rad", error_fp32.back()) + ")");
 
     // The figure: the largest error over k and over the positions since the previous point, at
     // 8 points an octave from position 1 (position 0 is exact in both).

@@ -24,10 +24,12 @@
 #include "minimodel/tokenizer/bpe.hpp"
 #include "util/files.hpp"
 #include "util/heap_meter.hpp"
+#include "util/text.hpp"
 
 using minimodel::Bpe;
 using minimodel::BpeEncoder;
 using minimodel::TokenId;
+using workbench::format_number;
 
 namespace {
 
@@ -63,25 +65,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
-
-// A token as the figure and the printout show it: a space as "␣", a newline as "↵", invalid UTF-8
-// as U+FFFD.
-std::string shown(const std::string& bytes) {
-  std::string text;
-  for (const char c : minimodel::utf8_replace_invalid(bytes)) {
-    if (c == ' ')
-      text += "\xe2\x90\xa3";
-    else if (c == '\n')
-      text += "\xe2\x86\xb5";
-    else
-      text += c;
-  }
-  return text;
+// A token as the figure and the printout show it: spaces and newlines visible, invalid bytes as
+// "\xNN" (workbench::displayable, as every tool shows a token).
+std::string visible(const std::string& bytes) {
+  return workbench::displayable(bytes, workbench::Whitespace::visible);
 }
 
 // The tokenizer with the first n_merges merges of `bpe` (and its special tokens): by greedy
@@ -131,7 +118,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string_view> pretokens = minimodel::pretokenize(verse);
     xt::xarray<float> pretoken_lengths = xt::zeros<float>({pretokens.size()});
     for (std::size_t i = 0; i < pretokens.size(); ++i) {
-      line += " [" + shown(std::string(pretokens[i])) + "]";
+      line += " [" + visible(std::string(pretokens[i])) + "]";
       joined += pretokens[i].size();
       pretoken_lengths(i) = float(pretokens[i].size());
     }
@@ -151,7 +138,7 @@ int main(int argc, char** argv) {
         continue;
       }
       for (std::string_view pretoken : minimodel::pretokenize(piece.text)) {
-        line += " [" + shown(std::string(pretoken)) + "]";
+        line += " [" + visible(std::string(pretoken)) + "]";
         adversarial_lengths.push_back(float(pretoken.size()));
       }
     }
@@ -172,10 +159,10 @@ int main(int argc, char** argv) {
         [&] { bpe = minimodel::train_bpe(corpus.train, kVocabSize, kSpecial); });
     const double train_seconds = seconds_since(start);
     const double train_cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-    run.print("  trained in " + format("%.2f", train_seconds) + " s (CPU " +
-              format("%.2f", train_cpu_seconds) + " s), peak heap " +
-              format("%.1f", double(train_heap) / 1e6) + " MB (" +
-              format("%.1f", double(train_heap) / double(corpus.train.size())) +
+    run.print("  trained in " + format_number("%.2f", train_seconds) + " s (CPU " +
+              format_number("%.2f", train_cpu_seconds) + " s), peak heap " +
+              format_number("%.1f", double(train_heap) / 1e6) + " MB (" +
+              format_number("%.1f", double(train_heap) / double(corpus.train.size())) +
               " times the text)");
     run.check(
         "the vocabulary has " + std::to_string(kVocabSize) + " tokens, the last the special one",
@@ -227,13 +214,13 @@ int main(int argc, char** argv) {
     line = "  longest tokens:";
     nlohmann::json longest = nlohmann::json::array();
     for (std::size_t i = 0; i < 10 && i < by_length.size(); ++i) {
-      line += " [" + shown(bpe.vocab[by_length[i]]) + "]";
+      line += " [" + visible(bpe.vocab[by_length[i]]) + "]";
       longest.push_back(bpe.vocab[by_length[i]]);
     }
     run.print(line);
     line = "  first merges:";
     for (std::size_t i = 0; i < 10 && i < bpe.merges.size(); ++i)
-      line += " [" + shown(bpe.merges[i].first) + "|" + shown(bpe.merges[i].second) + "]";
+      line += " [" + visible(bpe.merges[i].first) + "|" + visible(bpe.merges[i].second) + "]";
     run.print(line);
 
     start = std::chrono::steady_clock::now();
@@ -242,7 +229,7 @@ int main(int argc, char** argv) {
     const bool prefix = big.merges.size() >= bpe.merges.size() &&
                         std::equal(bpe.merges.begin(), bpe.merges.end(), big.merges.begin());
     run.check("training to " + std::to_string(kCurveVocabSize) + " tokens (" +
-                  format("%.2f", big_seconds) + " s) begins with the same merges",
+                  format_number("%.2f", big_seconds) + " s) begins with the same merges",
               prefix, double(big.merges.size()),
               "greedy merges: a larger vocabulary extends a smaller one");
 
@@ -267,9 +254,9 @@ int main(int argc, char** argv) {
     const double validation_bpt = double(corpus.validation.size()) / double(validation_ids.size());
     const double rate = double(corpus.train.size()) / 1e6 / encode_seconds;
     const double cpu_rate = double(corpus.train.size()) / 1e6 / encode_cpu_seconds;
-    run.print("  bytes per token: training books " + format("%.3f", train_bpt) +
-              ", validation books " + format("%.3f", validation_bpt) + "; encoded at " +
-              format("%.1f", rate) + " MB/s (" + format("%.1f", cpu_rate) +
+    run.print("  bytes per token: training books " + format_number("%.3f", train_bpt) +
+              ", validation books " + format_number("%.3f", validation_bpt) + "; encoded at " +
+              format_number("%.1f", rate) + " MB/s (" + format_number("%.1f", cpu_rate) +
               " MB per CPU second), the cache filling from empty");
     run.check("decode(encode(x)) == x on the training books",
               encoder.decode(train_ids) == corpus.train, double(train_ids.size()),
@@ -284,7 +271,7 @@ int main(int argc, char** argv) {
     // (measured: 3.3 % fewer bytes per token at 2048). A tenth means the split leaks or is skewed.
     run.check("the validation books take at most 10% fewer bytes per token than the training books",
               validation_bpt > train_bpt / 1.1, validation_bpt / train_bpt,
-              "validation / training = " + format("%.3f", validation_bpt / train_bpt));
+              "validation / training = " + format_number("%.3f", validation_bpt / train_bpt));
     std::istringstream stream(corpus.train);
     std::size_t streamed = 0;  // counted, not kept: the heap is the encoder's own
     BpeEncoder stream_encoder(bpe);
@@ -304,7 +291,7 @@ int main(int argc, char** argv) {
         std::size_t{1} << 16);
     run.check("encode_stream in 64 KiB chunks gives encode's tokens",
               streamed_ids == train_ids && streamed == train_ids.size(), double(stream_heap),
-              "peak heap while streaming " + format("%.1f", double(stream_heap) / 1e6) +
+              "peak heap while streaming " + format_number("%.1f", double(stream_heap) / 1e6) +
                   " MB (the tokens not kept; the pre-token cache is most of it)");
     run.measure("tokenizer", {{"vocab_size", kVocabSize},
                               {"train_seconds", train_seconds},
@@ -338,8 +325,8 @@ int main(int argc, char** argv) {
       validation_series.x.push_back(double(size));
       validation_series.y.push_back(v);
       curve.push_back({{"vocab_size", size}, {"train", t}, {"validation", v}});
-      run.print("  vocabulary " + std::to_string(size) + ": " + format("%.3f", t) + " / " +
-                format("%.3f", v) + " bytes per token (training / validation)");
+      run.print("  vocabulary " + std::to_string(size) + ": " + format_number("%.3f", t) + " / " +
+                format_number("%.3f", v) + " bytes per token (training / validation)");
     }
     run.measure("compression_vs_vocab", curve);
     workbench::LinePlot plot;
@@ -356,7 +343,7 @@ int main(int argc, char** argv) {
                     std::to_string(kVocabSize) +
                     " trained on the other books; ids under the tokens";
     for (const TokenId id : verse_ids)
-      strip.tokens.push_back({shown(encoder.decode_bytes({id})), std::to_string(id)});
+      strip.tokens.push_back({visible(encoder.decode_bytes({id})), std::to_string(id)});
     workbench::render_token_strip(run.artifact("verse_tokens.png"), strip);
   });
 }

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,18 +29,22 @@
 
 #include "checkpoint/gpt_checkpoint.hpp"
 #include "corpus/kjv_corpus.hpp"
+#include "explore/gpt_page.hpp"
+#include "explore/page_data.hpp"
 #include "figures/bar_chart.hpp"
 #include "figures/heatmap.hpp"
 #include "figures/line_plot.hpp"
-#include "generate/utf8_stream.hpp"
 #include "lab_setup.hpp"
 #include "minimodel/model/gpt.hpp"
 #include "minimodel/tokenizer/bpe.hpp"
 #include "train/gpt_trainer.hpp"
 #include "util/files.hpp"
 #include "util/source_tree.hpp"
+#include "util/text.hpp"
 
 using minimodel::TokenId;
+using workbench::format_number;
+using workbench::Whitespace;
 
 namespace {
 
@@ -108,30 +113,11 @@ constexpr float kSampleTemperature = 0.8f, kSampleTopP = 0.95f;
 constexpr const char* kVerseStart = "And Obed begat Jesse";
 // The held-out texts of the head scores: Ruth's genealogy (4:18-22) and Daniel 3, which repeats
 // its list of officials and of instruments ("the cornet, flute, harp, sackbut, psaltery") four
-// times. An induction head attends from a repeated token to the token after its earlier copy.
+// times. An induction head attends from a repeated pair's second token to the token after its
+// earlier copy.
 constexpr const char* kGenealogyStart = "Now these are the generations of Pharez";
 constexpr const char* kDanielStart = "Nebuchadnezzar the king made an image of gold";
 constexpr std::size_t kDanielBytes = 6000;
-
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
-
-// A token as the figures show it: a space as "␣", a newline as "↵", invalid UTF-8 as U+FFFD.
-std::string shown(const std::string& bytes) {
-  std::string text;
-  for (const char c : workbench::replace_invalid_utf8(bytes)) {
-    if (c == ' ')
-      text += "\xe2\x90\xa3";
-    else if (c == '\n')
-      text += "\xe2\x86\xb5";
-    else
-      text += c;
-  }
-  return text;
-}
 
 // The text from `start` to the end of its line (one verse), or to `bytes` bytes if longer.
 std::string passage(const std::string& text, const char* start, std::size_t bytes, bool one_line) {
@@ -171,9 +157,10 @@ struct HeadScores {
   std::vector<std::vector<double>> previous, induction;  // [layer][head]
 };
 
-// Each head's mean weight on the previous token (key t - 1, over t >= 1), and on the token after
-// the most recent earlier occurrence of the current token (key j + 1 for the last j < t with
-// token j == token t, over the t that have one), over the windows of `windows`.
+// Each head's mean weight on the previous token (key t - 1, over t >= 1) and, from the second
+// token of a repeated pair, on the token after its earlier occurrence (workbench::induction_keys,
+// as the explorer scores a text), over the windows of `windows`: workbench::score_head's means of
+// each window, weighted by how many queries each has.
 HeadScores head_scores(const minimodel::GptParams<float>& params,
                        const std::vector<std::vector<TokenId>>& windows) {
   const minimodel::GptConfig& c = params.config;
@@ -186,22 +173,19 @@ HeadScores head_scores(const minimodel::GptParams<float>& params,
     std::copy(window.begin(), window.end(), tokens.begin());
     minimodel::gpt_forward(params, tokens, tape);
     const auto maps = minimodel::attention_maps(tape, 0);
-    for (std::size_t t = 1; t < window.size(); ++t) {
-      ++n_previous;
-      std::size_t earlier = t;  // the last j < t with the same token
-      for (std::size_t j = t; j-- > 0;)
-        if (window[j] == window[t]) {
-          earlier = j;
-          break;
-        }
-      const bool repeated = earlier < t && earlier + 1 < t;  // key j + 1 is not the query itself
-      n_induction += repeated;
-      for (std::size_t l = 0; l < c.n_layers; ++l)
-        for (std::size_t h = 0; h < c.n_heads; ++h) {
-          scores.previous[l][h] += maps[l][h](t, t - 1);
-          if (repeated) scores.induction[l][h] += maps[l][h](t, earlier + 1);
-        }
-    }
+    const auto keys =
+        workbench::induction_keys(std::vector<std::size_t>(window.begin(), window.end()));
+    const std::size_t previous = window.size() - 1;  // queries t >= 1 (windows_of: 8 or more)
+    const auto copies = std::size_t(
+        std::count_if(keys.begin(), keys.end(), [](const auto& key) { return key.has_value(); }));
+    n_previous += previous;
+    n_induction += copies;
+    for (std::size_t l = 0; l < c.n_layers; ++l)
+      for (std::size_t h = 0; h < c.n_heads; ++h) {
+        const workbench::HeadScore score = workbench::score_head(maps[l][h], keys);
+        scores.previous[l][h] += score.previous_token.value_or(0.0) * double(previous);
+        scores.induction[l][h] += score.induction.value_or(0.0) * double(copies);
+      }
   }
   for (std::size_t l = 0; l < c.n_layers; ++l)
     for (std::size_t h = 0; h < c.n_heads; ++h) {
@@ -367,8 +351,9 @@ int main(int argc, char** argv) {
       tokenizer.source =
           "trained here (no experiments/12-tokens/vocab.json yet): " + std::to_string(size) +
           " tokens in " +
-          format("%.1f",
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) +
+          format_number(
+              "%.1f",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) +
           " s";
     }
     minimodel::BpeEncoder encoder(minimodel::bpe_from_files(
@@ -381,7 +366,7 @@ int main(int argc, char** argv) {
     const double bytes_per_token = double(corpus.train.size()) / double(train_ids.size());
     run.print("Tokenizer: " + std::to_string(vocab) + " tokens, from " + tokenizer.source + ".");
     run.print("Corpus: " + std::to_string(train_ids.size()) + " training tokens (" +
-              format("%.2f", bytes_per_token) + " bytes each), " +
+              format_number("%.2f", bytes_per_token) + " bytes each), " +
               std::to_string(validation_ids.size()) + " validation tokens.");
 
     // ---- Training ----
@@ -418,15 +403,15 @@ int main(int argc, char** argv) {
               std::to_string(model.n_layers) + " layers of " + std::to_string(model.n_heads) +
               " heads: " + std::to_string(parameters) + " parameters. Batches of " +
               std::to_string(settings.batch) + " x " + std::to_string(settings.length) +
-              " tokens; AdamW, lr " + format("%.1e", settings.train.schedule.lr_max) + " after " +
-              std::to_string(settings.train.schedule.warmup) + " warm-up steps, cosine to " +
-              format("%.1e", settings.train.schedule.lr_min) + " at step " +
-              std::to_string(settings.train.schedule.max_steps) +
-              (short_run
-                   ? ""
-                   : " (" + format("%.3f", calibrated_step) + " s a step, measured; a budget of " +
-                         format("%.0f", mode.train_seconds) + " s)") +
-              ". log V = " + format("%.3f", log_v) + ".");
+              " tokens; AdamW, lr " + format_number("%.1e", settings.train.schedule.lr_max) +
+              " after " + std::to_string(settings.train.schedule.warmup) +
+              " warm-up steps, cosine to " + format_number("%.1e", settings.train.schedule.lr_min) +
+              " at step " + std::to_string(settings.train.schedule.max_steps) +
+              (short_run ? ""
+                         : " (" + format_number("%.3f", calibrated_step) +
+                               " s a step, measured; a budget of " +
+                               format_number("%.0f", mode.train_seconds) + " s)") +
+              ". log V = " + format_number("%.3f", log_v) + ".");
     minimodel::GptTape<float> eval_tape;
     const minimodel::Evaluation initial =
         minimodel::evaluate(trainer.params(), validation_ids, settings.length, settings.batch,
@@ -441,15 +426,16 @@ int main(int argc, char** argv) {
     const workbench::TrainLog log = workbench::train_gpt(
         trainer, train_ids, validation_ids, token_bytes, loop, [&](const workbench::EvalPoint& p) {
           run.print("  step " + std::to_string(p.step) + ": validation loss " +
-                    format("%.3f", p.eval.loss) + " nats, " + format("%.3f", p.eval.bits_per_byte) +
-                    " bits per byte");
+                    format_number("%.3f", p.eval.loss) + " nats, " +
+                    format_number("%.3f", p.eval.bits_per_byte) + " bits per byte");
         });
     const std::size_t steps = trainer.steps();
     const double tokens_seen = double(steps * settings.batch * settings.length);
-    run.print("Trained " + std::to_string(steps) + " steps in " + format("%.1f", log.seconds) +
-              " s (CPU " + format("%.1f", log.cpu_seconds) +
-              " s; measured, not checked): " + format("%.0f", tokens_seen) + " tokens, " +
-              format("%.2f", tokens_seen / double(train_ids.size())) +
+    run.print("Trained " + std::to_string(steps) + " steps in " +
+              format_number("%.1f", log.seconds) + " s (CPU " +
+              format_number("%.1f", log.cpu_seconds) +
+              " s; measured, not checked): " + format_number("%.0f", tokens_seen) + " tokens, " +
+              format_number("%.2f", tokens_seen / double(train_ids.size())) +
               " passes over the training tokens" +
               (log.stopped_by_time ? "; the time budget ended it before the schedule did" : "") +
               ". Every step is in train_log.csv.");
@@ -490,7 +476,7 @@ int main(int argc, char** argv) {
     // nat is twice that at the default width.
     run.check("the first batch's loss is log V's, as an untrained model's should be",
               std::fabs(first_loss - log_v) < 0.1, first_loss,
-              format("%.3f", first_loss) + " vs log V = " + format("%.3f", log_v));
+              format_number("%.3f", first_loss) + " vs log V = " + format_number("%.3f", log_v));
     // Full mode: below a unigram model of the training books' tokens, the best a model can do
     // that ignores every token before the one it predicts; so the model uses its context. The
     // reference passes it near step 50 even on a loaded machine, and ends some 1.6 nats below it
@@ -501,18 +487,18 @@ int main(int argc, char** argv) {
     run.check(short_run ? "the validation loss falls by more than a nat"
                         : "the validation loss is below a unigram model's: the model uses context",
               final_eval.loss < target, final_eval.loss,
-              "validation " + format("%.3f", final_eval.loss) + " (from " +
-                  format("%.3f", initial.loss) + ") < " + format("%.3f", target) + "; " +
-                  format("%.3f", final_eval.bits_per_byte) + " bits per byte");
+              "validation " + format_number("%.3f", final_eval.loss) + " (from " +
+                  format_number("%.3f", initial.loss) + ") < " + format_number("%.3f", target) +
+                  "; " + format_number("%.3f", final_eval.bits_per_byte) + " bits per byte");
     run.print("  the last " + std::to_string(last_n) +
-              " training batches: " + format("%.3f", final_train) + " nats; validation over all " +
-              std::to_string(final_eval.tokens) +
-              " predicted tokens: " + format("%.3f", final_eval.loss) + " nats, " +
-              format("%.3f", final_eval.bits_per_byte) +
+              " training batches: " + format_number("%.3f", final_train) +
+              " nats; validation over all " + std::to_string(final_eval.tokens) +
+              " predicted tokens: " + format_number("%.3f", final_eval.loss) + " nats, " +
+              format_number("%.3f", final_eval.bits_per_byte) +
               " bits per byte; a unigram model of the "
               "training books' tokens " +
-              format("%.3f", unigram_loss) + " nats, " + format("%.3f", unigram_bits) +
-              " bits per byte; gzip -9, 2.45");
+              format_number("%.3f", unigram_loss) + " nats, " +
+              format_number("%.3f", unigram_bits) + " bits per byte; gzip -9, 2.45");
 
     // ---- The checkpoint ----
     const std::filesystem::path checkpoint_dir = loop.log_csv.parent_path() / "checkpoint";
@@ -549,9 +535,10 @@ int main(int argc, char** argv) {
     workbench::GptTrainer resumed(loaded);
     const float resumed_loss = resumed.step(train_ids).loss;
     const float continued_loss = trainer.step(train_ids).loss;
-    run.check("Check 4. a step from the loaded checkpoint equals the step the run would take",
-              std::memcmp(&resumed_loss, &continued_loss, sizeof(float)) == 0, resumed_loss,
-              format("%.9g", resumed_loss) + " and " + format("%.9g", continued_loss));
+    run.check(
+        "Check 4. a step from the loaded checkpoint equals the step the run would take",
+        std::memcmp(&resumed_loss, &continued_loss, sizeof(float)) == 0, resumed_loss,
+        format_number("%.9g", resumed_loss) + " and " + format_number("%.9g", continued_loss));
 
     // ---- The KV cache against the forward, on the verse ----
     const std::vector<TokenId> verse_ids = encoder.encode(verse);
@@ -577,8 +564,8 @@ int main(int argc, char** argv) {
 
     // ---- Samples ----
     run.print();
-    run.print("Samples (temperature " + format("%.1f", kSampleTemperature) + ", top-p " +
-              format("%.2f", kSampleTopP) + ", " + std::to_string(mode.sample_tokens) +
+    run.print("Samples (temperature " + format_number("%.1f", kSampleTemperature) + ", top-p " +
+              format_number("%.2f", kSampleTopP) + ", " + std::to_string(mode.sample_tokens) +
               " tokens, seed " + std::to_string(kSampleSeed) + "):");
     std::string samples_text;
     nlohmann::json samples = nlohmann::json::array();
@@ -608,9 +595,9 @@ int main(int argc, char** argv) {
     run.print(
         "The heads on held-out text with repeated names and phrases (Ruth 4:18-22, Daniel 3, " +
         std::to_string(score_windows.size()) +
-        " windows): each head's mean weight on the previous token, and from a repeated "
-        "token on the token after its earlier occurrence (induction). Measured, not "
-        "checked:");
+        " windows): each head's mean weight on the previous token, and from the second token "
+        "of a repeated pair on the token after its earlier occurrence (induction). Measured, "
+        "not checked:");
     run.print("  head     previous  induction   (untrained: previous  induction)");
     nlohmann::json score_rows = nlohmann::json::array();
     std::vector<std::string> head_names;
@@ -618,10 +605,10 @@ int main(int argc, char** argv) {
     for (std::size_t l = 0; l < model.n_layers; ++l)
       for (std::size_t h = 0; h < model.n_heads; ++h) {
         const std::string name = "L" + std::to_string(l) + " H" + std::to_string(h);
-        run.print("  " + name + "    " + format("%.3f", trained.previous[l][h]) + "     " +
-                  format("%.3f", trained.induction[l][h]) + "                  " +
-                  format("%.3f", untrained.previous[l][h]) + "     " +
-                  format("%.3f", untrained.induction[l][h]));
+        run.print("  " + name + "    " + format_number("%.3f", trained.previous[l][h]) + "     " +
+                  format_number("%.3f", trained.induction[l][h]) + "                  " +
+                  format_number("%.3f", untrained.previous[l][h]) + "     " +
+                  format_number("%.3f", untrained.induction[l][h]));
         head_names.push_back(name);
         previous_bars.push_back(trained.previous[l][h]);
         induction_bars.push_back(trained.induction[l][h]);
@@ -699,13 +686,13 @@ int main(int argc, char** argv) {
                    {{0, last}, {uniform_bits, uniform_bits}, "log V (a uniform guess)"},
                    {{0, last}, {unigram_bits, unigram_bits}, "unigram (token frequencies)"},
                    {{0, last}, {2.45, 2.45}, "gzip -9 (validation books)"}};
-    workbench::render_line_plots(run.artifact("loss_curves.png"),
-                                 "Lab 13: a GPT of " + format("%.2f", double(parameters) / 1e6) +
-                                     "M parameters on the King "
-                                     "James Bible, " +
-                                     std::to_string(steps) + " steps in " +
-                                     format("%.0f", log.seconds) + " s",
-                                 {nats, bits});
+    workbench::render_line_plots(
+        run.artifact("loss_curves.png"),
+        "Lab 13: a GPT of " + format_number("%.2f", double(parameters) / 1e6) +
+            "M parameters on the King "
+            "James Bible, " +
+            std::to_string(steps) + " steps in " + format_number("%.0f", log.seconds) + " s",
+        {nats, bits});
 
     workbench::HeatmapFigure attention;
     attention.title = "Lab 13: every head of the trained model on Ruth 4:22 (held out)";
@@ -720,10 +707,41 @@ int main(int argc, char** argv) {
     attention.grid_rows = model.n_layers;
     attention.grid_cols = model.n_heads;
     for (std::size_t t = 0; t < verse_length; ++t)
-      attention.row_labels.push_back(shown(encoder.decode_bytes({verse_ids[t]})));
+      attention.row_labels.push_back(
+          workbench::displayable(encoder.decode_bytes({verse_ids[t]}), Whitespace::visible));
     attention.col_labels = attention.row_labels;
     attention.excluded_label = "future (causal mask)";
     workbench::render_heatmaps(run.artifact("attention.png"), attention);
+    // The same verse for the attention explorer (`workbook explore 13`), as `workbook explore
+    // --checkpoint` shows a text: with each position's next tokens and each head's scores.
+    {
+      workbench::PageData page;
+      page.title =
+          "Lab 13: the trained model on Ruth 4:22 (held out), " + std::to_string(steps) + " steps";
+      page.notes.push_back(std::to_string(model.n_layers) + " layers × " +
+                           std::to_string(model.n_heads) + " heads, d_model " +
+                           std::to_string(model.d_model) + ", vocabulary " + std::to_string(vocab) +
+                           ", context " + std::to_string(model.max_len) + " tokens");
+      if (verse_length < verse_ids.size())
+        page.notes.push_back("the verse has " + std::to_string(verse_ids.size()) +
+                             " tokens but the model's context is " + std::to_string(model.max_len) +
+                             ": only the first " + std::to_string(verse_length) + " are shown");
+      const std::vector<TokenId> shown_ids(verse_ids.begin(),
+                                           verse_ids.begin() + std::ptrdiff_t(verse_length));
+      const auto text_of = [&encoder](std::size_t id) {
+        return workbench::displayable(encoder.decode_bytes({static_cast<TokenId>(id)}));
+      };
+      for (const TokenId id : shown_ids) page.tokens.push_back(text_of(id));
+      try {
+        workbench::fill_gpt_page(saved.params, shown_ids, text_of, page);
+      } catch (const std::range_error& e) {  // a diverged training (a mutant's): no predictions
+        page.predictions.clear();
+        page.notes.push_back(std::string("no next-token predictions: ") + e.what());
+        page.scores = workbench::score_heads(
+            page.weights, std::vector<std::size_t>(shown_ids.begin(), shown_ids.end()));
+      }
+      workbench::save_page_data(run.artifact("explore.json"), page);
+    }
 
     workbench::BarChart bars;
     // The untrained model's heads spread their weight evenly; their mean scores, in the x label,
@@ -736,8 +754,8 @@ int main(int argc, char** argv) {
       }
     bars.title = "Lab 13: what each trained head attends to (Ruth 4:18-22 and Daniel 3, held out)";
     bars.x_label = "head (layer, head); untrained heads score " +
-                   format("%.3f", untrained_previous) + " and " +
-                   format("%.3f", untrained_induction) + " on average";
+                   format_number("%.3f", untrained_previous) + " and " +
+                   format_number("%.3f", untrained_induction) + " on average";
     bars.y_label = "mean attention weight";
     bars.categories = head_names;
     bars.series = {{previous_bars, "previous-token score (key t - 1)"},

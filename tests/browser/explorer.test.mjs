@@ -2,7 +2,9 @@
 // driven by puppeteer-core (no browser download). The page is made here by
 // `workbook explore` from lab 10's reference checkpoint, which `workbook verify 10 --impl
 // reference` (or the test workflow) writes; the C++ side's own numbers are the .json it writes
-// beside the page, and `workbook generate` is asked for the next token independently.
+// beside the page, and `workbook generate` is asked for the next token independently. Labs 02, 06
+// and 13's pages come from their reference verify runs (`workbook explore NN`), which the test
+// workflow writes: lab 06's is cross-attention, T queries over S keys of another sequence.
 //
 // BROWSER: chromium (the default; Debian's /usr/bin/chromium, over CDP) or firefox (Debian's
 // /usr/bin/firefox-esr, over WebDriver BiDi). explorer-firefox.test.mjs runs this suite in Firefox,
@@ -80,7 +82,8 @@ async function showDirection(direction) {  // through the page's own button
   assert.equal(await page.evaluate(() => window.explorer.state.direction), direction);
 }
 const stripWeights = () => page.$$eval(".tok", elements => elements.map(e => Number(e.dataset.weight)));
-const rankedKeys = () => page.$$eval("#ranking li", items => items.map(li => Number(li.dataset.index)));
+const rankedKeysOf = tab => tab.$$eval("#ranking li", items => items.map(li => Number(li.dataset.index)));
+const rankedKeys = () => rankedKeysOf(page);
 
 test("the page loads with no console error and no network request", async () => {
   assert.equal(await page.$$eval(".tok", e => e.length), ids.length);
@@ -195,6 +198,52 @@ test("a lab's own run (workbook explore 02: attention alone, no predictions) loa
   await lab.close();
 });
 
+test("cross-attention (workbook explore 06): the keys are a strip of their own, the map T × S", async () => {
+  const run = execFileSync(workbook, ["explore", "06", "--impl", "reference"], { encoding: "utf8" });
+  const html = path.join(repo, /wrote (\S+)/.exec(run)[1]);
+  const lab = await browser.newPage();
+  const errors = [];
+  lab.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
+  lab.on("pageerror", error => errors.push(error.message));
+  await lab.setViewport({ width: 1280, height: 800 });
+  await lab.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  const json = JSON.parse(readFileSync(path.join(path.dirname(html), "explore.json"), "utf8"));
+  const T = json.tokens.length, S = json.key_tokens.length;
+  assert.notEqual(T, S);  // the decoder's queries over the encoder's keys
+  assert.equal(await lab.$$eval("#strip .tok", e => e.length), T);
+  assert.equal(await lab.$$eval("#key-strip .tok", e => e.length), S);
+  const weightsOf = strip => lab.$$eval(strip + " .tok", elements => elements.map(e => Number(e.dataset.weight)));
+  const [l, h] = await lab.evaluate(() => window.explorer.state.selected[0]);
+  // From query 2: the keys' strip shows its row, S weights, and the head view a line per key
+  // with weight (none to a <pad> key).
+  await lab.hover('#strip .tok[data-index="2"]');
+  assert.equal(await lab.evaluate(() => window.explorer.state.direction), "from");
+  assert.deepEqual(await weightsOf("#key-strip"), json.weights[l][h][2].map(round4));
+  assert.equal(await lab.$$eval("#headview line", e => e.length), json.weights[l][h][2].filter(w => w > 0).length);
+  assert.deepEqual(await rankedKeysOf(lab), json.weights[l][h][2].map((w, s) => [w, s]).filter(([w]) => w > 0)
+    .sort((a, b) => b[0] - a[0] || a[1] - b[1]).slice(0, 8).map(([, s]) => s));
+  // To key 1: the queries' strip shows its column, T weights.
+  await lab.hover('#key-strip .tok[data-index="1"]');
+  assert.equal(await lab.evaluate(() => window.explorer.state.direction), "to");
+  assert.deepEqual(await weightsOf("#strip"), json.weights[l][h].map(row => round4(row[1])));
+  // The maps are S keys wide and T queries tall; the head view has T queries and S keys.
+  const [width, height] = await lab.$eval("#enlarged", c => [c.width, c.height]);
+  assert.equal((width - 64) * T, (height - 64) * S);
+  const [cellWidth, cellHeight] = await lab.$eval(".cell canvas", c => [c.width, c.height]);
+  assert.equal(cellWidth * T, cellHeight * S);
+  assert.equal(await lab.$$eval('#headview text[data-side="from"]', e => e.length), T);
+  assert.equal(await lab.$$eval('#headview text[data-side="to"]', e => e.length), S);
+  // The keyboard: k goes back to "from", with the pointed index a query again.
+  await lab.focus('#key-strip .tok[data-index="1"]');
+  await lab.keyboard.press("k");
+  assert.equal(await lab.evaluate(() => window.explorer.state.direction), "from");
+  assert.ok(await lab.evaluate(() => window.explorer.state.pointed) < T);
+  await lab.hover('#strip .tok[data-index="2"]');
+  await lab.screenshot({ path: path.join(shots, "8-lab06-cross-attention.png") });
+  assert.deepEqual(errors, []);
+  await lab.close();
+});
+
 test("--serve serves the page on 127.0.0.1 until Ctrl-C, and names a port in use in one line", async () => {
   const server = spawn(workbook, ["explore", "--impl", "reference", "--checkpoint", checkpoint, "--tokens", tokens,
                                   "--out", path.join(outDir, "explore-served.html"), "--serve", "--port", "0"]);
@@ -266,6 +315,31 @@ test("lab 13's GPT: the verse as its BPE tokens, and the next token as workbook 
                                             "--temperature", "0", "--max-new", "1"], { encoding: "utf8" });
   assert.equal(generated, prompt + json.predictions[last][0].text + "\n");
   await gpt.screenshot({ path: path.join(shots, "7-lab13-verse.png") });
+  assert.deepEqual(errors, []);
+  await gpt.close();
+});
+
+// Lab 13's own verify run (`workbook explore 13`): its held-out verse with next-token predictions,
+// from the same code as `workbook explore --checkpoint` (workbench/explore/gpt_page.cpp).
+const lab13Data = path.join(repo, "experiments/13-gpt/reference/explore.json");
+test("lab 13's verify run (workbook explore 13): the held-out verse, each position's next tokens",
+     { skip: !existsSync(lab13Data) && "no lab 13 verify run" }, async () => {
+  const run = execFileSync(workbook, ["explore", "13", "--impl", "reference"], { encoding: "utf8" });
+  const html = path.join(repo, /wrote (\S+)/.exec(run)[1]);
+  const json = JSON.parse(readFileSync(lab13Data, "utf8"));
+  assert.equal(json.predictions.length, json.tokens.length);
+  const gpt = await browser.newPage();
+  const errors = [];
+  gpt.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
+  gpt.on("pageerror", error => errors.push(error.message));
+  await gpt.setViewport({ width: 1280, height: 800 });
+  await gpt.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  assert.equal(await gpt.$$eval(".tok", e => e.length), json.tokens.length);
+  assert.equal(await gpt.$eval("#key-strip", e => getComputedStyle(e).display), "none");  // one strip
+  await gpt.hover('.tok[data-index="1"]');
+  assert.deepEqual(await gpt.$$eval("#predictions li", items => items.map(li => Number(li.dataset.id))),
+                   json.predictions[1].map(p => p.id));
+  await gpt.screenshot({ path: path.join(shots, "9-lab13-verify-run.png") });
   assert.deepEqual(errors, []);
   await gpt.close();
 });

@@ -11,6 +11,7 @@
 
 #include "checkpoint/gpt_checkpoint.hpp"
 #include "explore/explore_engine.hpp"
+#include "explore/gpt_page.hpp"
 #include "generate/generate_options.hpp"  // parse_prompt
 #include "minimodel/implementation.hpp"
 #include "minimodel/model/gpt.hpp"
@@ -75,28 +76,14 @@ int explore(const workbench::ExploreOptions& o) {
   };
   for (const TokenId id : ids) page.tokens.push_back(text_of(std::size_t(id)));
 
-  // 2. Each head's weights (T, T) from the forward over the whole text.
-  minimodel::BatchTokens batch({1, ids.size()});
-  for (std::size_t t = 0; t < ids.size(); ++t) batch(0, t) = ids[t];
-  minimodel::GptTape<float> tape;
-  minimodel::gpt_forward(checkpoint.params, batch, tape);
-  page.weights = minimodel::attention_maps(tape, 0);
-  // 3. What follows each position, through the KV cache, as `workbook generate` feeds a prompt.
-  minimodel::GptKVCache cache = minimodel::make_kv_cache(config);
-  for (std::size_t t = 0; t < ids.size(); ++t) {
-    const minimodel::Vector<float> logits =
-        minimodel::gpt_decode_step(checkpoint.params, ids[t], cache);
-    try {
-      page.predictions.push_back(
-          workbench::top_predictions(logits, workbench::kTopPredictions, text_of));
-    } catch (const std::invalid_argument& e) {
-      reject("--checkpoint " + o.checkpoint.string() + ": at position " + std::to_string(t) + ", " +
-             e.what() + "; the training that wrote it diverged");
-    }
+  // 2. Each head's weights, the next tokens and the scores; then the page and its data, both or
+  //    neither.
+  try {
+    workbench::fill_gpt_page(checkpoint.params, ids, text_of, page);
+  } catch (const std::range_error& e) {
+    reject("--checkpoint " + o.checkpoint.string() + ": " + e.what() +
+           "; the training that wrote it diverged");
   }
-  // 4. Scores on the text's token ids, then the page and its data, both or neither.
-  page.scores =
-      workbench::score_heads(page.weights, std::vector<std::size_t>(ids.begin(), ids.end()));
   workbench::write_explorer_page(o, page);
   return 0;
 }

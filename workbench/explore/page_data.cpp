@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -94,52 +93,6 @@ std::vector<std::size_t> ids_of(const std::vector<std::string>& tokens) {
   return ids;
 }
 
-bool valid_utf8(const std::string& bytes, std::size_t* where) {
-  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
-  const std::size_t n = bytes.size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char c = s[i];
-    std::size_t length = 0;
-    unsigned lowest = 0;  // the smallest code point of that length: no overlong forms
-    unsigned code = 0;
-    if (c < 0x80)
-      length = 1, code = c;
-    else if ((c & 0xE0) == 0xC0)
-      length = 2, code = c & 0x1F, lowest = 0x80;
-    else if ((c & 0xF0) == 0xE0)
-      length = 3, code = c & 0x0F, lowest = 0x800;
-    else if ((c & 0xF8) == 0xF0)
-      length = 4, code = c & 0x07, lowest = 0x10000;
-    bool ok = length > 0 && i + length <= n;
-    for (std::size_t k = 1; ok && k < length; ++k) {
-      ok = (s[i + k] & 0xC0) == 0x80;
-      code = (code << 6) | (s[i + k] & 0x3F);
-    }
-    ok = ok && code >= lowest && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
-    if (!ok) {
-      if (where) *where = i;
-      return false;
-    }
-    i += length;
-  }
-  return true;
-}
-
-std::string displayable(const std::string& bytes) {
-  std::string text;
-  for (std::size_t i = 0; i < bytes.size();) {
-    std::size_t bad = 0;
-    const std::string rest = bytes.substr(i);
-    if (valid_utf8(rest, &bad)) return text + rest;
-    text += rest.substr(0, bad);
-    char escaped[8];
-    std::snprintf(escaped, sizeof escaped, "\\x%02X", static_cast<unsigned char>(rest[bad]));
-    text += escaped;
-    i += bad + 1;
-  }
-  return text;
-}
-
 std::vector<Prediction> top_predictions(const xt::xtensor<float, 1>& logits, std::size_t k,
                                         const std::function<std::string(std::size_t)>& text_of) {
   const std::size_t V = logits.size();
@@ -172,6 +125,7 @@ nlohmann::json page_json(const PageData& page) {
   if (L == 0 || page.weights[0].empty())
     throw std::invalid_argument("page_json: no attention heads");
   const std::size_t H = page.weights[0].size();
+  const std::size_t S = page.key_tokens.empty() ? T : page.key_tokens.size();
   nlohmann::json weights = nlohmann::json::array();
   for (std::size_t l = 0; l < L; ++l) {
     if (page.weights[l].size() != H)
@@ -181,14 +135,15 @@ nlohmann::json page_json(const PageData& page) {
     nlohmann::json layer = nlohmann::json::array();
     for (std::size_t h = 0; h < H; ++h) {
       const xt::xtensor<float, 2>& p = page.weights[l][h];
-      if (p.shape(0) != T || p.shape(1) != T)
+      if (p.shape(0) != T || p.shape(1) != S)
         throw std::invalid_argument("page_json: head (" + std::to_string(l) + ", " +
                                     std::to_string(h) + ")'s weights are " + shape_text(p) +
-                                    " but there are " + std::to_string(T) + " tokens");
+                                    " but there are " + std::to_string(T) + " queries and " +
+                                    std::to_string(S) + " keys");
       nlohmann::json rows = nlohmann::json::array();
       for (std::size_t t = 0; t < T; ++t) {
         nlohmann::json row = nlohmann::json::array();
-        for (std::size_t s = 0; s < T; ++s) row.push_back(rounded(p(t, s)));
+        for (std::size_t s = 0; s < S; ++s) row.push_back(rounded(p(t, s)));
         rows.push_back(std::move(row));
       }
       layer.push_back(std::move(rows));
@@ -223,6 +178,8 @@ nlohmann::json page_json(const PageData& page) {
           {"title", page.title},
           {"notes", page.notes},
           {"tokens", page.tokens},
+          {"key_tokens",
+           page.key_tokens.empty() ? nlohmann::json(nullptr) : nlohmann::json(page.key_tokens)},
           {"n_layers", L},
           {"n_heads", H},
           {"weights", std::move(weights)},
@@ -238,16 +195,19 @@ PageData page_from_json(const nlohmann::json& json) {
     page.title = json.at("title").get<std::string>();
     page.notes = json.at("notes").get<std::vector<std::string>>();
     page.tokens = json.at("tokens").get<std::vector<std::string>>();
+    if (json.contains("key_tokens") && !json.at("key_tokens").is_null())
+      page.key_tokens = json.at("key_tokens").get<std::vector<std::string>>();
     const std::size_t T = page.tokens.size();
+    const std::size_t S = page.key_tokens.empty() ? T : page.key_tokens.size();
     for (const nlohmann::json& layer : json.at("weights")) {
       page.weights.emplace_back();
       for (const nlohmann::json& rows : layer) {
-        xt::xtensor<float, 2> p = xt::zeros<float>({T, T});
+        xt::xtensor<float, 2> p = xt::zeros<float>({T, S});
         if (rows.size() != T) throw std::runtime_error("a head's weights do not have T rows");
         for (std::size_t t = 0; t < T; ++t) {
-          if (rows[t].size() != T)
-            throw std::runtime_error("a row of weights does not have T keys");
-          for (std::size_t s = 0; s < T; ++s)  // null: a NaN or an infinity, as JSON has none
+          if (rows[t].size() != S)
+            throw std::runtime_error("a row of weights does not have S keys");
+          for (std::size_t s = 0; s < S; ++s)  // null: a NaN or an infinity, as JSON has none
             p(t, s) = rows[t][s].is_null() ? std::nanf("") : rows[t][s].get<float>();
         }
         page.weights.back().push_back(std::move(p));
@@ -304,6 +264,28 @@ PageData lab_page(const std::string& title, const std::vector<std::string>& toke
       page.weights.back().push_back(xt::view(layer, 0, h));  // (T, T)
   }
   page.scores = score_heads(page.weights, ids_of(tokens));
+  page_json(page);  // its checks of shapes, here rather than when it is saved
+  return page;
+}
+
+PageData cross_attention_page(const std::string& title, const std::vector<std::string>& queries,
+                              const std::vector<std::string>& keys,
+                              const xt::xtensor<float, 4>& weights) {
+  if (weights.shape(0) != 1)
+    throw std::invalid_argument("cross_attention_page: the weights hold " +
+                                std::to_string(weights.shape(0)) + " sequences, not 1");
+  PageData page;
+  page.title = title;
+  page.tokens = queries;
+  page.key_tokens = keys;
+  page.notes.push_back(
+      "cross-attention: the queries attend to another sequence's keys, so no "
+      "head has a previous-token, induction or first-token score");
+  page.weights.emplace_back();
+  for (std::size_t h = 0; h < weights.shape(1); ++h) {
+    page.weights[0].push_back(xt::view(weights, 0, h));  // (T, S)
+    page.scores.push_back({0, h, std::nullopt, std::nullopt, std::nullopt});
+  }
   page_json(page);  // its checks of shapes, here rather than when it is saved
   return page;
 }

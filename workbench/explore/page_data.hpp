@@ -1,10 +1,10 @@
 #pragma once
 // The attention explorer's page (`workbook explore`): one self-contained HTML file holding one
 // JSON block of page data, built here from what any model gives, independent of which model it
-// was: the tokens as displayable text, every head's (T, T) weights, each head's scores on this
-// text and, where the model predicts tokens, the top 5 next tokens at each position. Lab 10's
-// checkpoint (workbench/explore/explore_main.cpp) and the labs' verify programs (explore.json,
-// rendered by `workbook explore NN`) fill the same PageData.
+// was: the tokens as displayable text, every head's (T, S) weights (S = T but in cross-attention),
+// each head's scores on this text and, where the model predicts tokens, the top 5 next tokens at
+// each position. Lab 10's checkpoint (workbench/explore/explore_main.cpp) and the labs' verify
+// programs (explore.json, rendered by `workbook explore NN`) fill the same PageData.
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 #include <xtensor/xtensor.hpp>
+
+#include "util/text.hpp"  // displayable, valid_utf8: how every tool shows a token
 
 namespace workbench {
 
@@ -42,13 +44,6 @@ HeadScore score_head(const xt::xtensor<float, 2>& p,
 /// Token ids for text tokens: equal strings get equal ids, in order of first appearance.
 std::vector<std::size_t> ids_of(const std::vector<std::string>& tokens);
 
-/// `bytes` as text a page can show: valid UTF-8 as it is, each byte of an invalid sequence as
-/// "\xNN" (a BPE token may hold half a character), so that the page's JSON is always valid.
-std::string displayable(const std::string& bytes);
-
-/// Whether `bytes` is valid UTF-8; if not, `where` gets the offset of the first invalid byte.
-bool valid_utf8(const std::string& bytes, std::size_t* where = nullptr);
-
 /// One candidate next token.
 struct Prediction {
   std::size_t id = 0;
@@ -64,10 +59,14 @@ std::vector<Prediction> top_predictions(const xt::xtensor<float, 1>& logits, std
 
 /// What the page shows.
 struct PageData {
-  std::string title;                ///< e.g. "lab 10's checkpoint experiments/…/checkpoint"
-  std::vector<std::string> notes;   ///< shown under the title: a truncation, the model's sizes
-  std::vector<std::string> tokens;  ///< T, displayable
-  std::vector<std::vector<xt::xtensor<float, 2>>> weights;  ///< [layer][head], each (T, T)
+  std::string title;               ///< e.g. "lab 10's checkpoint experiments/…/checkpoint"
+  std::vector<std::string> notes;  ///< shown under the title: a truncation, the model's sizes
+  std::vector<std::string>
+      tokens;  ///< T, displayable: the queries (and the keys, if no key_tokens)
+  /// S, displayable: cross-attention's keys, another sequence than the queries (lab 06's encoder);
+  /// empty: the keys are the tokens (self-attention), S = T.
+  std::vector<std::string> key_tokens;
+  std::vector<std::vector<xt::xtensor<float, 2>>> weights;  ///< [layer][head], each (T, S)
   std::vector<HeadScore> scores;                     ///< one per head, as computed by the caller
   std::vector<std::vector<Prediction>> predictions;  ///< [t]: what follows token t; or empty
 };
@@ -75,10 +74,11 @@ struct PageData {
 /// The page data as one JSON document (weights and probabilities rounded to 4 decimals, what the
 /// page shows):
 ///   {"format": "minimodel-explore 1", "title", "notes", "tokens": [T],
+///    "key_tokens": [S] or null (the keys are the tokens; a page without it reads as null),
 ///    "n_layers", "n_heads", "weights": [layer][head][query][key],
 ///    "scores": [{"layer", "head", "previous_token", "induction", "first_token"}] (null: none),
 ///    "predictions": [t][{"id", "text", "probability"}] or null}
-/// @throws std::invalid_argument if the tokens are empty, a head's weights are not (T, T), the
+/// @throws std::invalid_argument if the tokens are empty, a head's weights are not (T, S), the
 ///         layers hold different numbers of heads, the scores are not one per head, or there are
 ///         predictions but not T of them.
 nlohmann::json page_json(const PageData& page);
@@ -100,6 +100,14 @@ std::vector<HeadScore> score_heads(const std::vector<std::vector<xt::xtensor<flo
 /// ids_of(tokens); no predictions. @throws std::invalid_argument as page_json.
 PageData lab_page(const std::string& title, const std::vector<std::string>& tokens,
                   const std::vector<xt::xtensor<float, 4>>& layers);
+
+/// The page of a lab's cross-attention (lab 06): `queries` (T) attend to `keys` (S), another
+/// sequence; `weights` (1, H, T, S) of one sequence pair, one layer. No head scores (previous
+/// token, induction and first token are properties of a text attending to itself: each is null)
+/// and no predictions. @throws std::invalid_argument as page_json.
+PageData cross_attention_page(const std::string& title, const std::vector<std::string>& queries,
+                              const std::vector<std::string>& keys,
+                              const xt::xtensor<float, 4>& weights);
 
 /// Writes `page`'s JSON to `path` (a verify program's explore.json, which `workbook explore NN`
 /// shows), atomically.

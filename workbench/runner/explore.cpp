@@ -41,10 +41,26 @@ int explore_lab(const Context& ctx, const std::string& number, const std::string
   const std::string verify =
       "workbook verify " + lab.number + (impl == "reference" ? " --impl reference" : "");
   if (!std::filesystem::is_regular_file(data_path)) {
+    // A verify run that passed and whose manifest lists no explore.json: a lab with no attention
+    // (lab 12's tokenizer) or none to page (lab 00's two tokens, lab 14's ranks), or a run older
+    // than the code that writes one.
+    const nlohmann::json manifest =
+        std::filesystem::is_regular_file(folder / "manifest.json")
+            ? nlohmann::json::parse(workbench::read_file(folder / "manifest.json"), nullptr, false)
+            : nlohmann::json();
+    if (manifest.is_object() && manifest.contains("artifacts") &&
+        manifest["artifacts"].is_array() && manifest.contains("results_summary") &&
+        manifest["results_summary"].is_object() &&
+        manifest["results_summary"].value("passed", nlohmann::json()) == true) {
+      std::cerr << "workbook explore " << lab.number << ": lab " << lab.number << " (" << lab.title
+                << ") has no attention page: its verify run wrote no explore.json (run `" << verify
+                << "` again if that run is older than your code); explore another lab's run, or a "
+                   "checkpoint with --checkpoint\n";
+      return kNotDone;
+    }
     std::cerr << "workbook explore " << lab.number << ": no " << ctx.ws.relative(data_path)
               << ": run `" << verify
-              << "` first (the verify programs of labs 01, 02, 03, 05 and 10 write their attention "
-                 "there)\n";
+              << "` first (each verify program that computes attention writes it there)\n";
     return kNotDone;
   }
   workbench::PageData page;

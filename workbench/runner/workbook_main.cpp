@@ -316,7 +316,7 @@ int main(int argc, char** argv) {
       "lab 10's checkpoint, `--text \"...\"` lab 13's (building explore-<impl> or "
       "explore-gpt-<impl> "
       "first, as generate does); `explore NN` shows "
-      "lab NN's last verify run (labs 01, 02, 03, 05 and 10 write their attention). Prints the "
+      "lab NN's last verify run (of every lab whose verify program computes attention). Prints the "
       "page's "
       "path; --serve also serves it on 127.0.0.1 until Ctrl-C.\n"
       "Exit status: 0 done; 1 no verify run to show, a TODO stub, or code that does not "

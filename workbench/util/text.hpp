@@ -33,6 +33,21 @@ inline constexpr std::size_t kMaxJsonDepth = 64;
 /// that skips strings (and their escapes); it says nothing else about whether `json` is valid.
 bool json_too_deep(const std::string& json);
 
+/// Whether `bytes` is valid UTF-8; if not, `where` gets the offset of the first invalid byte.
+bool valid_utf8(const std::string& bytes, std::size_t* where = nullptr);
+
+/// How displayable() shows whitespace: as it is (the explorer's page, which marks it itself), or
+/// visible (the figures and the printouts: a space as "␣", a newline as "↵").
+enum class Whitespace { as_is, visible };
+
+/// A token's bytes as text anything can show, the one way every tool shows a token: valid UTF-8
+/// as it is, each byte of an invalid sequence as "\xNN" (a BPE token may hold half a character,
+/// and which bytes it holds is the point), so that the result is always valid UTF-8 (and JSON).
+std::string displayable(const std::string& bytes, Whitespace whitespace = Whitespace::as_is);
+
+/// `value` as printf's `pattern` ("%.3f", "%.1e") prints it: the verify programs' numbers.
+std::string format_number(const char* pattern, double value);
+
 /// "1.00e-05": how the verify programs and `workbook diff` print differences and tolerances.
 std::string scientific(double value);
 

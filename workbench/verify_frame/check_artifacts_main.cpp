@@ -1,6 +1,8 @@
 // check-artifacts DIR: proves that a verify program's artifacts in DIR are complete and valid:
 // manifest.json parses and has every documented key, each listed artifact exists, each PNG decodes,
-// and verify_output.txt reports that every check passed. Exit 0 if so, 1 with one line per defect.
+// an explore.json (the attention explorer's page data) reads back as `workbook explore NN` reads
+// it, and verify_output.txt reports that every check passed. Exit 0 if so, 1 with one line per
+// defect.
 #include <cairo.h>
 
 #include <fstream>
@@ -10,6 +12,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "explore/page_data.hpp"
 
 namespace fs = std::filesystem;
 
@@ -50,6 +54,13 @@ std::vector<std::string> defects_in(const fs::path& dir) {
                       cairo_image_surface_get_height(png) > 100;
       cairo_surface_destroy(png);
       if (!ok) defects.push_back(path.filename().string() + " does not decode as a PNG figure");
+    } else if (path.filename() == "explore.json") {
+      try {
+        std::ifstream page(path);
+        workbench::page_from_json(nlohmann::json::parse(page));
+      } catch (const std::exception& e) {
+        defects.push_back("explore.json is not the explorer's page data: " + std::string(e.what()));
+      }
     }
   }
   std::ifstream output_file(dir / "verify_output.txt");
