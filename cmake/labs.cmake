@@ -288,10 +288,17 @@ function(minimodel_lab number)
   # that the unit tests fill the other cores beside them instead of waiting on them at the end.
   set_tests_properties(${lab}.reference.verify PROPERTIES LABELS "reference;verify" COST 60)
 
-  # The reference's artifacts, in the folder its verify program just wrote.
+  # The reference's artifacts, in the folder its verify program just wrote. A lab whose real run
+  # is long sets MINIMODEL_LAB_NN_SHORT_RUN (the subfolder its short runs write into): ctest runs
+  # its verify programs in their short mode (MINIMODEL_VERIFY_SHORT=1).
+  set(reference_run ${PROJECT_SOURCE_DIR}/${MINIMODEL_LAB_${number}_EXPERIMENT}/reference)
+  if(MINIMODEL_LAB_${number}_SHORT_RUN)
+    set_tests_properties(${lab}.learner.verify ${lab}.reference.verify
+                         PROPERTIES ENVIRONMENT MINIMODEL_VERIFY_SHORT=1)
+    set(reference_run ${reference_run}/${MINIMODEL_LAB_${number}_SHORT_RUN})
+  endif()
   set_tests_properties(${lab}.reference.verify PROPERTIES FIXTURES_SETUP ${lab}_reference_artifacts)
-  add_test(NAME ${lab}.reference.artifacts
-           COMMAND check-artifacts ${PROJECT_SOURCE_DIR}/${MINIMODEL_LAB_${number}_EXPERIMENT}/reference)
+  add_test(NAME ${lab}.reference.artifacts COMMAND check-artifacts ${reference_run})
   set_tests_properties(${lab}.reference.artifacts PROPERTIES LABELS "reference"
                        FIXTURES_REQUIRED ${lab}_reference_artifacts)
 

@@ -243,7 +243,9 @@ int main(int argc, char** argv) {
         {"top_k", 0},
         {"max_new", mode.sample_tokens},
         {"seed", kSampleSeed}}}};
-  return lab_setup::run(argc, argv, lab_setup::kSeed, config, [&](workbench::VerifyRun& run) {
+  // A short run goes below the real run's folder, never over its checkpoint.
+  const std::string folder = short_run && !mutant ? "short" : "";
+  return lab_setup::run(argc, argv, lab_setup::kSeed, config, folder, [&](auto& run) {
     // ---- For `workbook diff 13`: each block's outputs on a small untrained model ----
     // A model of V 61, max_len 16, d 24 in 3 heads, 2 layers, two windows of 12 (+ 1) tokens drawn
     // from std::mt19937_64(kSeed + 2). init_gpt is exact (a seeded draw); the rest are float32

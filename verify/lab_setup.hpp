@@ -50,14 +50,23 @@ nlohmann::json toy_config(const nlohmann::json& extra = nlohmann::json::object()
 /// from the registry (CMake defines MINIMODEL_EXPERIMENT_DIR, relative to the source tree, for each
 /// lab's program): a learner's
 /// artifacts go there, the reference's into its reference/ subfolder (a mutant's into mutant/,
-/// though `workbook break` passes --out), so no other run ever overwrites a learner's file. Inline,
-/// because the implementation's name comes from the code the program links, not from this library.
+/// though `workbook break` passes --out), so no other run ever overwrites a learner's file. A
+/// `subfolder` goes below that folder: a lab's short runs, so that they never replace its real
+/// one. Inline, because the implementation's name comes from the code the program links, not from
+/// this library.
 inline int run(int argc, char** argv, std::uint64_t seed, const nlohmann::json& config,
+               const std::string& subfolder,
                const std::function<void(workbench::VerifyRun&)>& body) {
   const std::filesystem::path experiment = workbench::source_dir() / MINIMODEL_EXPERIMENT_DIR;
   const std::string impl = minimodel::implementation_name();
+  const std::filesystem::path folder = impl == "learner" ? experiment : experiment / impl;
   return workbench::run_verify(argc, argv, {experiment.filename().string(), seed, config}, impl,
-                               impl == "learner" ? experiment : experiment / impl, body);
+                               subfolder.empty() ? folder : folder / subfolder, body);
+}
+
+inline int run(int argc, char** argv, std::uint64_t seed, const nlohmann::json& config,
+               const std::function<void(workbench::VerifyRun&)>& body) {
+  return run(argc, argv, seed, config, "", body);
 }
 
 #endif

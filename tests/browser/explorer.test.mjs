@@ -277,9 +277,11 @@ test("--serve serves the page on 127.0.0.1 until Ctrl-C, and names a port in use
 });
 
 // Lab 13's GPT on a verse of the King James Bible, when a lab 13 checkpoint is there (`workbook
-// verify 13 --impl reference` writes one; CHECKPOINT13 names another).
-const checkpoint13 = path.resolve(
-  process.env.CHECKPOINT13 || path.join(repo, "experiments/13-gpt/reference/checkpoint"));
+// verify 13 --impl reference` writes one, the test workflow's short run one in short/;
+// CHECKPOINT13 names another).
+const lab13 = path.join(repo, "experiments/13-gpt/reference");
+const lab13Run = existsSync(path.join(lab13, "explore.json")) ? lab13 : path.join(lab13, "short");
+const checkpoint13 = path.resolve(process.env.CHECKPOINT13 || path.join(lab13Run, "checkpoint"));
 const verse = "And Boaz begat Obed, and Obed begat Jesse, and Jesse begat David.";
 test("lab 13's GPT: the verse as its BPE tokens, and the next token as workbook generate picks it greedily",
      { skip: !existsSync(path.join(checkpoint13, "config.json")) && "no lab 13 checkpoint" }, async () => {
@@ -321,7 +323,7 @@ test("lab 13's GPT: the verse as its BPE tokens, and the next token as workbook 
 
 // Lab 13's own verify run (`workbook explore 13`): its held-out verse with next-token predictions,
 // from the same code as `workbook explore --checkpoint` (workbench/explore/gpt_page.cpp).
-const lab13Data = path.join(repo, "experiments/13-gpt/reference/explore.json");
+const lab13Data = path.join(lab13Run, "explore.json");
 test("lab 13's verify run (workbook explore 13): the held-out verse, each position's next tokens",
      { skip: !existsSync(lab13Data) && "no lab 13 verify run" }, async () => {
   const run = execFileSync(workbook, ["explore", "13", "--impl", "reference"], { encoding: "utf8" });
