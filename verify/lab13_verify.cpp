@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
       tokenizer.files = {minimodel::to_vocab_json(trained), minimodel::to_merges_txt(trained),
                          kSpecial};
       tokenizer.source =
-          "trained here (no experiments/12-tokens/vocab.json yet): " + std::to_string(size) +
+          "training it here (no experiments/12-tokens/vocab.json yet): " + std::to_string(size) +
           " tokens in " +
           format_number(
               "%.1f",

@@ -170,8 +170,8 @@ int main(int argc, char** argv) {
       "stopped it.");
   generate_cmd
       ->add_option("--impl", generate_impl,
-                   "Which implementation of labs 04 and 08 runs: the reference solutions/ or your "
-                   "src/")
+                   "Which implementation runs, the reference solutions/ or your src/: labs 04 and "
+                   "08 for lab 10's checkpoints, labs 12 and 13 for lab 13's")
       ->check(CLI::IsMember({"reference", "learner"}))
       ->capture_default_str();
   workbench::add_generate_options(*generate_cmd, generate_options);
