@@ -47,6 +47,18 @@ const ids = tokens.split(" ").map(Number);
 let browser, page, data;
 const problems = [];  // console errors, page errors, requests that left the file
 
+// A new page at 1280×800 on the file `html`, with every console error and page error it reports
+// collected in `errors`.
+async function openPage(html) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
+  page.on("pageerror", error => errors.push(error.message));
+  await page.setViewport({ width: 1280, height: 800 });
+  await page.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  return { page, errors };
+}
+
 before(async () => {
   for (const dir of [outDir, shots]) mkdirSync(dir, { recursive: true });
   const html = path.join(outDir, "explore-lab10.html");
@@ -180,12 +192,7 @@ test("the keyboard reaches every part: arrows move along the text, k reverses, E
 test("a lab's own run (workbook explore 02: attention alone, no predictions) loads with no error", async () => {
   const run = execFileSync(workbook, ["explore", "02", "--impl", "reference"], { encoding: "utf8" });
   const html = path.join(repo, /wrote (\S+)/.exec(run)[1]);
-  const lab = await browser.newPage();
-  const errors = [];
-  lab.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
-  lab.on("pageerror", error => errors.push(error.message));
-  await lab.setViewport({ width: 1280, height: 800 });
-  await lab.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  const { page: lab, errors } = await openPage(html);
   const json = JSON.parse(readFileSync(path.join(path.dirname(html), "explore.json"), "utf8"));
   assert.equal(await lab.$$eval(".tok", e => e.length), json.tokens.length);
   assert.match(await lab.$eval("#predictions", e => e.textContent), /no next-token prediction/);
@@ -201,12 +208,7 @@ test("a lab's own run (workbook explore 02: attention alone, no predictions) loa
 test("cross-attention (workbook explore 06): the keys are a strip of their own, the map T × S", async () => {
   const run = execFileSync(workbook, ["explore", "06", "--impl", "reference"], { encoding: "utf8" });
   const html = path.join(repo, /wrote (\S+)/.exec(run)[1]);
-  const lab = await browser.newPage();
-  const errors = [];
-  lab.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
-  lab.on("pageerror", error => errors.push(error.message));
-  await lab.setViewport({ width: 1280, height: 800 });
-  await lab.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  const { page: lab, errors } = await openPage(html);
   const json = JSON.parse(readFileSync(path.join(path.dirname(html), "explore.json"), "utf8"));
   const T = json.tokens.length, S = json.key_tokens.length;
   assert.notEqual(T, S);  // the decoder's queries over the encoder's keys
@@ -302,12 +304,7 @@ test("lab 13's GPT: the verse as its BPE tokens, and the next token as workbook 
     while (last > 0 && !json.tokens[last + 1].startsWith(" ")) last--;
   }
   const prompt = json.tokens.slice(0, last + 1).join("");
-  const gpt = await browser.newPage();
-  const errors = [];
-  gpt.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
-  gpt.on("pageerror", error => errors.push(error.message));
-  await gpt.setViewport({ width: 1280, height: 800 });
-  await gpt.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  const { page: gpt, errors } = await openPage(html);
   const shown = await gpt.$$eval(".tok", elements => elements.map(e => e.textContent));
   assert.deepEqual(shown, json.tokens.map(t => t.replace(/ /g, "·")));  // spaces visible
   await gpt.hover(`.tok[data-index="${last}"]`);
@@ -330,12 +327,7 @@ test("lab 13's verify run (workbook explore 13): the held-out verse, each positi
   const html = path.join(repo, /wrote (\S+)/.exec(run)[1]);
   const json = JSON.parse(readFileSync(lab13Data, "utf8"));
   assert.equal(json.predictions.length, json.tokens.length);
-  const gpt = await browser.newPage();
-  const errors = [];
-  gpt.on("console", message => { if (message.type() === "error") errors.push(message.text()); });
-  gpt.on("pageerror", error => errors.push(error.message));
-  await gpt.setViewport({ width: 1280, height: 800 });
-  await gpt.goto(pathToFileURL(html).href, { waitUntil: "load" });
+  const { page: gpt, errors } = await openPage(html);
   assert.equal(await gpt.$$eval(".tok", e => e.length), json.tokens.length);
   assert.equal(await gpt.$eval("#key-strip", e => getComputedStyle(e).display), "none");  // one strip
   await gpt.hover('.tok[data-index="1"]');
