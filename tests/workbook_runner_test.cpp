@@ -303,6 +303,138 @@ TEST(OutputScanners, FirstErrorFindsAnErrorOnOrAfterAHugeLine) {
             "[ 45%] compiling lab01_test.cpp");
 }
 
+// Compiler output captured from g++ 12 and clang 14 (Debian bookworm) on two small files in /repo,
+// compiled with the workbook's warning flags, trimmed: template argument lists cut to "…", most
+// of the candidate notes left out. view_range.cpp holds lab 13's learner's mistake, a const range
+// in a view:
+//   6  const auto rows = xt::range(b * T, (b + 1) * T);
+//   7  return xt::view(x, rows, xt::all());
+// view_helper.cpp the same lines (8 and 9) in a function template rows_of, called on line 11.
+
+const std::string kGxxConstRangeInAView = R"(In file included from /repo/src/view_range.cpp:3:
+/usr/include/xtensor/xview.hpp: In instantiation of ‘xt::xview<CT, S>::xview(std::false_type, CTA&&, FSL&&, SL&& ...) [with CTA = …]’:
+/usr/include/xtensor/xview.hpp:884:11:   required from ‘xt::xview<CT, S>::xview(CTA&&, FSL&&, SL&& ...) [with CTA = …]’
+/usr/include/xtensor/xview.hpp:1774:20:   required from ‘auto xt::detail::make_view_impl(E&&, std::index_sequence<I ...>, S&& ...) [with E = …]’
+/usr/include/xtensor/xview.hpp:1792:38:   required from ‘auto xt::view(E&&, S&& ...) [with E = …; S = {const xrange_adaptor<long int, long int, placeholders::xtuph>&, xall_tag}]’
+/repo/src/view_range.cpp:7:18:   required from here
+/usr/include/xtensor/xview.hpp:906:11: error: no matching function for call to ‘std::tuple<const xt::xrange_adaptor<long int, long int, xt::placeholders::xtuph>, xt::xall<long unsigned int> >::tuple(xt::xrange<long int>, xt::xall<long unsigned int>)’
+  906 |           m_slices(std::forward<FSL>(first_slice), std::forward<SL>(slices)...),
+      |           ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+In file included from /usr/include/c++/12/functional:54,
+                 from /usr/include/xtensor/xbuffer_adaptor.hpp:14,
+                 from /usr/include/xtensor/xtensor.hpp:19,
+                 from /repo/src/view_range.cpp:2:
+/usr/include/c++/12/tuple:1259:9: note: candidate: ‘template<class _Alloc, class _U1, class _U2, …> std::tuple<_T1, _T2>::tuple(std::allocator_arg_t, const _Alloc&, std::pair<_U1, _U2>&&) [with …]’
+ 1259 |         tuple(allocator_arg_t __tag, const _Alloc& __a, pair<_U1, _U2>&& __in)
+      |         ^~~~~
+/usr/include/c++/12/tuple:1259:9: note:   template argument deduction/substitution failed:
+/usr/include/xtensor/xtensor.hpp:555:30:   required from ‘xt::xtensor_container<EC, N, L, Tag>::xtensor_container(const xt::xexpression<E>&) [with E = …]’
+/repo/src/view_range.cpp:7:18:   required from here
+/usr/include/xtensor/xslice.hpp:873:16: error: invalid ‘static_cast’ from type ‘const xt::xrange_adaptor<long int, long int, xt::placeholders::xtuph>’ to type ‘std::size_t’ {aka ‘long unsigned int’}
+  873 |         return static_cast<std::size_t>(s);
+      |                ^~~~~~~~~~~~~~~~~~~~~~~~~~~
+)";
+
+const std::string kGxxConstRangeInATemplate = R"(In file included from /repo/src/view_helper.cpp:3:
+/usr/include/xtensor/xview.hpp: In instantiation of ‘xt::xview<CT, S>::xview(std::false_type, CTA&&, FSL&&, SL&& ...) [with CTA = …]’:
+/usr/include/xtensor/xview.hpp:884:11:   required from ‘xt::xview<CT, S>::xview(CTA&&, FSL&&, SL&& ...) [with CTA = …]’
+/usr/include/xtensor/xview.hpp:1774:20:   required from ‘auto xt::detail::make_view_impl(E&&, std::index_sequence<I ...>, S&& ...) [with E = …]’
+/usr/include/xtensor/xview.hpp:1792:38:   required from ‘auto xt::view(E&&, S&& ...) [with E = …]’
+/repo/src/view_helper.cpp:8:18:   required from ‘xt::xtensor<float, 2> rows_of(const E&, std::size_t, std::size_t) [with E = xt::xtensor_container<xt::uvector<float, std::allocator<float> >, 2, xt::layout_type::row_major, xt::xtensor_expression_tag>; std::size_t = long unsigned int]’
+/repo/src/view_helper.cpp:11:82:   required from here
+/usr/include/xtensor/xview.hpp:906:11: error: no matching function for call to ‘std::tuple<const xt::xrange_adaptor<long int, long int, xt::placeholders::xtuph>, xt::xall<long unsigned int> >::tuple(xt::xrange<long int>, xt::xall<long unsigned int>)’
+  906 |           m_slices(std::forward<FSL>(first_slice), std::forward<SL>(slices)...),
+      |           ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+)";
+
+// clang defers the view's instantiation, so its first error's notes stop inside xview.hpp; the next
+// error's notes reach the learner's line.
+const std::string kClangConstRangeInAView = R"(In file included from /repo/src/view_range.cpp:3:
+/usr/include/xtensor/xview.hpp:906:11: error: no matching constructor for initialization of 'xt::xview<…>::slice_type' (aka 'tuple<const xt::xrange_adaptor<long, long, xt::placeholders::xtuph>, xt::xall<unsigned long>>')
+          m_slices(std::forward<FSL>(first_slice), std::forward<SL>(slices)...),
+          ^        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+/usr/include/xtensor/xview.hpp:879:11: note: in instantiation of function template specialization 'xt::xview<…>::xview<…>' requested here
+        : xview(
+          ^
+/usr/include/xtensor/xview.hpp:1774:20: note: in instantiation of function template specialization 'xt::xview<…>::xview<…>' requested here
+            return view_type(std::forward<E>(e),
+                   ^
+/usr/bin/../lib/gcc/x86_64-linux-gnu/12/../../../../include/c++/12/tuple:1063:2: note: candidate constructor template not viable: no known conversion from 'xt::xrange<long>' to 'const const xt::xrange_adaptor<long, long, xt::placeholders::xtuph>' for 1st argument
+        tuple(const _T1& __a1, const _T2& __a2)
+        ^
+In file included from /repo/src/view_range.cpp:2:
+In file included from /usr/include/xtensor/xtensor.hpp:20:
+/usr/include/xtensor/xslice.hpp:873:16: error: cannot convert 'const xt::xrange_adaptor<long, long, xt::placeholders::xtuph>' to 'std::size_t' (aka 'unsigned long') without a conversion operator
+        return static_cast<std::size_t>(s);
+               ^~~~~~~~~~~~~~~~~~~~~~~~~~~
+/usr/include/xtensor/xview.hpp:1313:41: note: in instantiation of function template specialization 'xt::value<xt::xrange_adaptor<long, long, xt::placeholders::xtuph>, int>' requested here
+/usr/include/xtensor/xtensor.hpp:555:24: note: in instantiation of function template specialization 'xt::xsemantic_base<…>::assign<…>' requested here
+        semantic_base::assign(e);
+                       ^
+/repo/src/view_range.cpp:7:10: note: in instantiation of function template specialization 'xt::xtensor_container<…>::xtensor_container<…>' requested here
+  return xt::view(x, rows, xt::all());
+         ^
+2 errors generated.
+)";
+
+const std::string kClangConstRangeInATemplate =
+    R"(In file included from /repo/src/view_helper.cpp:3:
+/usr/include/xtensor/xview.hpp:906:11: error: no matching constructor for initialization of 'xt::xview<…>::slice_type' (aka 'tuple<const xt::xrange_adaptor<long, long, xt::placeholders::xtuph>, xt::xall<unsigned long>>')
+          m_slices(std::forward<FSL>(first_slice), std::forward<SL>(slices)...),
+          ^        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+/usr/include/xtensor/xview.hpp:879:11: note: in instantiation of function template specialization 'xt::xview<…>::xview<…>' requested here
+        : xview(
+          ^
+/usr/include/xtensor/xview.hpp:1774:20: note: in instantiation of function template specialization 'xt::xview<…>::xview<…>' requested here
+            return view_type(std::forward<E>(e),
+                   ^
+/repo/src/view_helper.cpp:11:75: note: in instantiation of function template specialization 'rows_of<xt::xtensor_container<xt::uvector<float>, 2, xt::layout_type::row_major>>' requested here
+xt::xtensor<float, 2> first_rows(const xt::xtensor<float, 2>& x) { return rows_of(x, 0, 2); }
+                                                                          ^
+)";
+
+TEST(OutputScanners, AnErrorInALibraryHeaderAlsoNamesTheRepositoryLineItComesFrom) {
+  const workbook::Workspace ws{"/repo", "/repo/build"};
+  const std::string origin =
+      ": the error above, in a file outside the repository, comes from this line";
+  // g++: the chain above the error, innermost first; its innermost line in the repository.
+  EXPECT_EQ(workbook::first_error(kGxxConstRangeInAView, ws),
+            "/usr/include/xtensor/xview.hpp:906:11: error: no matching function for call to "
+            "‘std::tuple<const xt::xrange_adaptor<long int, long int, xt::placeholders::xtuph>, "
+            "xt::xall<long unsigned int> >::tuple(xt::xrange<long int>, xt::xall<long unsigned "
+            "int>)’\n"
+            "  906 |           m_slices(std::forward<FSL>(first_slice), "
+            "std::forward<SL>(slices)...),\n"
+            "      |           "
+            "^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+            "src/view_range.cpp:7:18" +
+                origin);
+  auto last_line = [](const std::string& text) { return text.substr(text.rfind('\n') + 1); };
+  EXPECT_EQ(last_line(workbook::first_error(kGxxConstRangeInATemplate, ws)),
+            "src/view_helper.cpp:8:18" + origin)
+      << "the line in the template, not the call of the template";
+  // clang: the notes below the error, or the next error's when its own stop in the header.
+  EXPECT_EQ(last_line(workbook::first_error(kClangConstRangeInAView, ws)),
+            "src/view_range.cpp:7:10" + origin);
+  EXPECT_EQ(last_line(workbook::first_error(kClangConstRangeInATemplate, ws)),
+            "src/view_helper.cpp:11:75" + origin);
+  // A 100,000-character instantiation line (only its head is scanned) hides nothing.
+  std::string huge = kGxxConstRangeInATemplate;
+  huge.insert(huge.find("’:\n"), kHugeLine);
+  huge.insert(huge.find("’\n/repo/src/view_helper.cpp:11:82"), kHugeLine);
+  EXPECT_EQ(last_line(workbook::first_error(huge, ws)), "src/view_helper.cpp:8:18" + origin);
+  // Nothing in the repository, and an error in the repository: no such line.
+  const std::string outside =
+      "/usr/include/a.hpp:3:1: error: x\n/usr/include/b.hpp:9:2:   "
+      "required from here\n/usr/include/c.hpp:1:1: note: in "
+      "instantiation of 'f' requested here\n";
+  EXPECT_EQ(workbook::first_error(outside, ws), "/usr/include/a.hpp:3:1: error: x");
+  EXPECT_EQ(workbook::first_error("/repo/src/a.cpp:3:1: error: x\n/repo/src/b.cpp:9:2:   required "
+                                  "from here\n",
+                                  ws),
+            "src/a.cpp:3:1: error: x");
+}
+
 TEST(OutputScanners, AFailureTextWithAHugeLineIsSummarisedWithinTheCap) {
   for (const std::string& failure :
        {"t.cpp:1\n" + kHugeLine, "t.cpp:1\nExpected: (a) < (b), actual: " + kHugeLine + " vs 1",

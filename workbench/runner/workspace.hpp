@@ -115,7 +115,11 @@ struct BuildResult {
 /// @throws EnvironmentError if BUILD is not configured or cmake cannot run.
 BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& targets);
 
-/// The first compiler or linker error in a build's output, trimmed to a few lines.
+/// The first compiler or linker error in a build's output, trimmed to a few lines. An error in a
+/// file outside the repository (a template in a library's header) is followed by the line of the
+/// repository it comes from: the innermost of its instantiation lines (g++'s "required from",
+/// clang's "in instantiation of … requested here") in a repository file, "src/…:261:40: the error
+/// above, in a file outside the repository, comes from this line".
 std::string first_error(const std::string& build_output, const Workspace& ws);
 
 /// A line of make's output as a progress step: "[ 45%] Building CXX object tests/CMakeFiles/
