@@ -43,6 +43,7 @@
 
 #include "runner/learner_tests.hpp"
 #include "runner/registry.hpp"
+#include "runner/report.hpp"
 #include "runner/verbs.hpp"
 #include "runner/workspace.hpp"
 #include "util/files.hpp"
@@ -433,6 +434,89 @@ TEST(OutputScanners, AnErrorInALibraryHeaderAlsoNamesTheRepositoryLineItComesFro
                                   "from here\n",
                                   ws),
             "src/a.cpp:3:1: error: x");
+}
+
+// A narrowing brace initialisation (the learner's `Vector<float> merged({d})`, a one-element
+// vector holding d): g++ warns (twice), clang stops with an error.
+const std::string kGxxNarrowing =
+    R"(/repo/src/minimodel/attention/scaled_dot_product.cpp: In function ‘Vector<float> merged_of(std::size_t)’:
+/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: narrowing conversion of ‘d’ from ‘std::size_t’ {aka ‘long unsigned int’} to ‘float’ [-Wnarrowing]
+    8 |   Vector<float> merged({d});
+      |                         ^
+/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: narrowing conversion of ‘d’ from ‘std::size_t’ {aka ‘long unsigned int’} to ‘float’ [-Wnarrowing]
+)";
+const std::string kClangNarrowing =
+    R"(/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: error: non-constant-expression cannot be narrowed from type 'std::size_t' (aka 'unsigned long') to 'float' in initializer list [-Wc++11-narrowing]
+  Vector<float> merged({d});
+                        ^
+/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: note: insert an explicit cast to silence this issue
+  Vector<float> merged({d});
+                        ^
+                        static_cast<float>( )
+/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: implicit conversion from 'std::size_t' (aka 'unsigned long') to 'const float' may lose precision [-Wimplicit-int-float-conversion]
+  Vector<float> merged({d});
+                       ~^
+1 warning and 1 error generated.
+)";
+
+TEST(OutputScanners, ANarrowingWarningInTheLearnersFileIsShownOnceWithTheLog) {
+  const workbook::Workspace ws{"/repo", "/repo/build"};
+  const std::string narrowing =
+      "src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: narrowing conversion of ‘d’ "
+      "from ‘std::size_t’ {aka ‘long unsigned int’} to ‘float’ [-Wnarrowing]";
+  // Once, though g++ printed it twice; a header's warning and a huge line are not kept.
+  const std::string output = "[ 40%] Building CXX object src/CMakeFiles/x.dir/a.cpp.o\n" +
+                             kGxxNarrowing + "/usr/include/xtensor/x.hpp:1:2: warning: w\n" +
+                             kHugeLine + "\n/repo/workbench/util/text.cpp:3:4: warning: v [-Wx]\n";
+  EXPECT_EQ(workbook::repository_warnings(output, ws),
+            (std::vector<std::string>{narrowing, "workbench/util/text.cpp:3:4: warning: v [-Wx]"}));
+  // g++ 12 in lab 00's stub (`xt::xtensor<float, 1> merged({T})`, T a const std::size_t) says it
+  // twice in other words: once too.
+  const std::string in_lab00 =
+      R"(/repo/src/minimodel/attention/scaled_dot_product.cpp:46:33: warning: narrowing conversion of ‘(std::size_t)T’ from ‘std::size_t’ {aka ‘long unsigned int’} to ‘float’ [-Wnarrowing]
+   46 |   xt::xtensor<float, 1> merged({T});  // meant: T zeros
+      |                                 ^
+/repo/src/minimodel/attention/scaled_dot_product.cpp:46:33: warning: narrowing conversion of ‘T’ from ‘const std::size_t’ {aka ‘const long unsigned int’} to ‘float’ [-Wnarrowing]
+)";
+  EXPECT_EQ(workbook::repository_warnings(in_lab00, ws),
+            std::vector<std::string>{workbench::split_lines(in_lab00)[0].substr(6)});
+  EXPECT_EQ(workbook::repository_warnings(kClangNarrowing, ws),
+            std::vector<std::string>{
+                "src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: implicit conversion "
+                "from 'std::size_t' (aka 'unsigned long') to 'const float' may lose precision "
+                "[-Wimplicit-int-float-conversion]"});
+  EXPECT_EQ(workbook::first_error(kClangNarrowing, ws),
+            "src/minimodel/attention/scaled_dot_product.cpp:8:25: error: non-constant-expression "
+            "cannot be narrowed from type 'std::size_t' (aka 'unsigned long') to 'float' in "
+            "initializer list [-Wc++11-narrowing]");
+
+  // check shows the learner's file's warning, in two lines, and never the workbench's.
+  workbook::Context ctx{ws, real_labs(), false};
+  workbook::BuildResult build;
+  build.ok = true;
+  build.log = "/repo/build/workbook-build.log";
+  build.warnings = workbook::repository_warnings(output, ws);
+  auto printed = [&](const std::string& lab) {
+    testing::internal::CaptureStdout();
+    workbook::print_learner_warnings(ctx, real_lab(lab), build);
+    return testing::internal::GetCapturedStdout();
+  };
+  EXPECT_EQ(printed("00"), "  " + narrowing +
+                               "\n  (the compiler's only warning in your files; full build output: "
+                               "build/workbook-build.log)\n");
+  EXPECT_EQ(printed("01"), printed("00")) << "lab 00 is lab 01's prerequisite";
+  EXPECT_EQ(printed("12"), "") << "lab 12 has none of these files";
+  build.warnings.insert(build.warnings.begin(),
+                        "src/minimodel/attention/scaled_dot_product.cpp:"
+                        "2:1: warning: " +
+                            kHugeLine);
+  const std::string two = printed("00");
+  EXPECT_EQ(two.rfind("  src/minimodel/attention/scaled_dot_product.cpp:2:1: warning: xxx", 0), 0u)
+      << two.substr(0, 400);
+  EXPECT_NE(two.find("xxx...\n  (the first of 2 compiler warnings in your files; "),
+            std::string::npos)
+      << two.substr(0, 400);
+  EXPECT_LT(two.size(), 400u) << "a long warning is cut";
 }
 
 TEST(OutputScanners, AFailureTextWithAHugeLineIsSummarisedWithinTheCap) {
@@ -1357,6 +1441,27 @@ void replace_in(const fs::path& path, const std::string& from, const std::string
   const auto at = text.find(from);
   ASSERT_NE(at, std::string::npos) << from << " is not in " << path;
   write(path, text.replace(at, from.size(), to));
+}
+
+TEST_F(WorkbookScratch, ANarrowingWarningInTheLearnersFileIsShownBeforeTheTestResults) {
+  // `xt::xtensor<float, 1> merged({T})` is one element holding T, not T zeros: g++ only warns
+  // (-Wnarrowing), and the build succeeds. CI configures the scratch clone with warnings as errors
+  // (CI=true); the pragma keeps this one a warning there, as in a learner's build.
+  copy_reference_into_stub();
+  replace_in(repo_ / stub(), "namespace minimodel {",
+             "#pragma GCC diagnostic warning \"-Wnarrowing\"\nnamespace minimodel {");
+  replace_in(repo_ / stub(), "  Tensor2 output = xt::linalg::dot(weights, v);",
+             "  xt::xtensor<float, 1> merged({T});\n"
+             "  Tensor2 output = xt::linalg::dot(weights, v) + merged(0) * 0.0f;");
+  const Outcome check = workbook("check 00 2>/dev/null");
+  EXPECT_EQ(check.status, 0) << check.out;
+  EXPECT_TRUE(std::regex_search(
+      check.out,
+      std::regex(R"(all 12 tests pass — done\n  src/minimodel/attention/scaled_dot_product\.cpp:)"
+                 R"(\d+:\d+: warning: narrowing conversion of .* \[-Wnarrowing\]\n)"
+                 R"(  \(the compiler's only warning in your files; full build output: )"
+                 R"(build/workbook-build\.log\)\nnext: )")))
+      << check.out;
 }
 
 TEST_F(WorkbookScratch, ATestThatPrintsA40000CharacterLineThenCrashesIsReportedNotACrash) {

@@ -49,6 +49,29 @@ void print_build_error(const Context& ctx, const BuildResult& build) {
             << "full build output: " << ctx.ws.relative(build.log) << '\n';
 }
 
+void print_learner_warnings(const Context& ctx, const Lab& lab, const BuildResult& build) {
+  std::vector<std::string> files = lab.learner_files;
+  for (const std::string& number : lab.prerequisites)
+    if (const Lab* prerequisite = find_lab(ctx.labs, number))
+      files.insert(files.end(), prerequisite->learner_files.begin(),
+                   prerequisite->learner_files.end());
+  std::vector<const std::string*> yours;
+  for (const std::string& warning : build.warnings)
+    if (std::any_of(files.begin(), files.end(), [&](const std::string& file) {
+          return workbench::starts_with(warning, file + ":");
+        }))
+      yours.push_back(&warning);
+  if (yours.empty()) return;
+  std::string first = *yours.front();
+  if (first.size() > 240) first = first.substr(0, 237) + "...";  // a template's: one line
+  std::cout << "  " << ctx.yellow(first) << '\n'
+            << "  ("
+            << (yours.size() == 1
+                    ? "the compiler's only warning"
+                    : "the first of " + std::to_string(yours.size()) + " compiler warnings")
+            << " in your files; full build output: " << ctx.ws.relative(build.log) << ")\n";
+}
+
 std::string next_step(const Lab& lab, const LabResult& result) {
   switch (result.status) {
     case LabStatus::done:
@@ -128,10 +151,12 @@ int print_check(const Context& ctx, const Lab& lab, const LabResult& result) {
   }
   if (result.status == LabStatus::done) {
     std::cout << ctx.green("all " + std::to_string(result.total) + " tests pass") << " — done\n";
+    print_learner_warnings(ctx, lab, result.build);
     std::cout << "next: " << next_step(lab, result) << '\n';
     return kSuccess;
   }
   std::cout << result.passed << " of " << result.total << " tests pass\n";
+  print_learner_warnings(ctx, lab, result.build);
   if (!result.problem.empty()) std::cout << "  " << ctx.red(result.problem) << '\n';
   for (const std::string& line : not_started(ctx, result.failures))
     std::cout << "  " << ctx.yellow(line) << '\n';
