@@ -464,12 +464,13 @@ TEST(OutputScanners, ANarrowingWarningInTheLearnersFileIsShownOnceWithTheLog) {
   const std::string narrowing =
       "src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: narrowing conversion of ‘d’ "
       "from ‘std::size_t’ {aka ‘long unsigned int’} to ‘float’ [-Wnarrowing]";
-  // Once, though g++ printed it twice; a header's warning and a huge line are not kept.
+  // Once, though g++ printed it twice; a huge line hides nothing.
   const std::string output = "[ 40%] Building CXX object src/CMakeFiles/x.dir/a.cpp.o\n" +
                              kGxxNarrowing + "/usr/include/xtensor/x.hpp:1:2: warning: w\n" +
                              kHugeLine + "\n/repo/workbench/util/text.cpp:3:4: warning: v [-Wx]\n";
-  EXPECT_EQ(workbook::repository_warnings(output, ws),
-            (std::vector<std::string>{narrowing, "workbench/util/text.cpp:3:4: warning: v [-Wx]"}));
+  EXPECT_EQ(workbook::compiler_warnings(output, ws),
+            (std::vector<std::string>{narrowing, "/usr/include/xtensor/x.hpp:1:2: warning: w",
+                                      "workbench/util/text.cpp:3:4: warning: v [-Wx]"}));
   // g++ 12 in lab 00's stub (`xt::xtensor<float, 1> merged({T})`, T a const std::size_t) says it
   // twice in other words: once too.
   const std::string in_lab00 =
@@ -478,9 +479,9 @@ TEST(OutputScanners, ANarrowingWarningInTheLearnersFileIsShownOnceWithTheLog) {
       |                                 ^
 /repo/src/minimodel/attention/scaled_dot_product.cpp:46:33: warning: narrowing conversion of ‘T’ from ‘const std::size_t’ {aka ‘const long unsigned int’} to ‘float’ [-Wnarrowing]
 )";
-  EXPECT_EQ(workbook::repository_warnings(in_lab00, ws),
+  EXPECT_EQ(workbook::compiler_warnings(in_lab00, ws),
             std::vector<std::string>{workbench::split_lines(in_lab00)[0].substr(6)});
-  EXPECT_EQ(workbook::repository_warnings(kClangNarrowing, ws),
+  EXPECT_EQ(workbook::compiler_warnings(kClangNarrowing, ws),
             std::vector<std::string>{
                 "src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: implicit conversion "
                 "from 'std::size_t' (aka 'unsigned long') to 'const float' may lose precision "
@@ -490,22 +491,29 @@ TEST(OutputScanners, ANarrowingWarningInTheLearnersFileIsShownOnceWithTheLog) {
             "cannot be narrowed from type 'std::size_t' (aka 'unsigned long') to 'float' in "
             "initializer list [-Wc++11-narrowing]");
 
-  // check shows the learner's file's warning, in two lines, and never the workbench's.
+  // check shows the learner's file's warning, in two lines, and never a header's or the
+  // workbench's.
   workbook::Context ctx{ws, real_labs(), false};
   workbook::BuildResult build;
   build.ok = true;
   build.log = "/repo/build/workbook-build.log";
-  build.warnings = workbook::repository_warnings(output, ws);
+  build.warnings = workbook::compiler_warnings(output, ws);
   auto printed = [&](const std::string& lab) {
     testing::internal::CaptureStdout();
     workbook::print_learner_warnings(ctx, real_lab(lab), build);
     return testing::internal::GetCapturedStdout();
   };
-  EXPECT_EQ(printed("00"), "  " + narrowing +
-                               "\n  (the compiler's only warning in your files; full build output: "
-                               "build/workbook-build.log)\n");
+  const std::string once = "  " + narrowing +
+                           "\n  (the compiler's only warning in your files; full build output: "
+                           "build/workbook-build.log)\n";
+  EXPECT_EQ(printed("00"), once);
   EXPECT_EQ(printed("01"), printed("00")) << "lab 00 is lab 01's prerequisite";
   EXPECT_EQ(printed("12"), "") << "lab 12 has none of these files";
+  // A compiler cache replays the warning of the same file compiled in another checkout.
+  const workbook::BuildResult here = build;
+  build.warnings = {"/work/other/repo/" + narrowing};
+  EXPECT_EQ(printed("00"), once);
+  build = here;
   build.warnings.insert(build.warnings.begin(),
                         "src/minimodel/attention/scaled_dot_product.cpp:"
                         "2:1: warning: " +

@@ -49,20 +49,38 @@ void print_build_error(const Context& ctx, const BuildResult& build) {
             << "full build output: " << ctx.ws.relative(build.log) << '\n';
 }
 
+namespace {
+
+// `warning` ("path:8:25: warning: …") as "file:8:25: warning: …" if its path is `file` (relative
+// to the repository) or `file` in another checkout ("/elsewhere/src/…/x.cpp", which a compiler
+// cache replays); "" otherwise.
+std::string warning_in(const std::string& warning, const std::string& file) {
+  if (workbench::starts_with(warning, file + ":")) return warning;
+  const std::size_t head = warning.find(": warning: ");
+  const std::size_t at = warning.find("/" + file + ":");
+  if (warning.empty() || warning[0] != '/' || head == std::string::npos ||
+      at == std::string::npos || at > head)
+    return "";
+  return warning.substr(at + 1);
+}
+
+}  // namespace
+
 void print_learner_warnings(const Context& ctx, const Lab& lab, const BuildResult& build) {
   std::vector<std::string> files = lab.learner_files;
   for (const std::string& number : lab.prerequisites)
     if (const Lab* prerequisite = find_lab(ctx.labs, number))
       files.insert(files.end(), prerequisite->learner_files.begin(),
                    prerequisite->learner_files.end());
-  std::vector<const std::string*> yours;
+  std::vector<std::string> yours;
   for (const std::string& warning : build.warnings)
-    if (std::any_of(files.begin(), files.end(), [&](const std::string& file) {
-          return workbench::starts_with(warning, file + ":");
-        }))
-      yours.push_back(&warning);
+    for (const std::string& file : files)
+      if (std::string in_file = warning_in(warning, file); !in_file.empty()) {
+        yours.push_back(std::move(in_file));
+        break;
+      }
   if (yours.empty()) return;
-  std::string first = *yours.front();
+  std::string first = yours.front();
   if (first.size() > 240) first = first.substr(0, 237) + "...";  // a template's: one line
   std::cout << "  " << ctx.yellow(first) << '\n'
             << "  ("

@@ -207,13 +207,13 @@ std::string first_error(const std::string& build_output, const Workspace& ws) {
   return workbench::trim(tail);
 }
 
-std::vector<std::string> repository_warnings(const std::string& build_output, const Workspace& ws) {
+std::vector<std::string> compiler_warnings(const std::string& build_output, const Workspace& ws) {
   static const std::regex warning(R"(^(.+?):(\d+):(\d+): warning: )");
   std::vector<std::string> warnings;
   std::set<std::string> seen;
   for (const std::string& line : workbench::split_lines(build_output)) {
     std::smatch m;
-    if (!search_head(line, m, warning) || !in_repository(m[1].str(), ws)) continue;
+    if (!search_head(line, m, warning)) continue;
     const std::string where =
         ws.relative(fs::path(m[1].str())) + ":" + m[2].str() + ":" + m[3].str() + ": warning: ";
     const std::string message = line.substr(static_cast<std::size_t>(m.length(0)));
@@ -276,7 +276,7 @@ BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& t
   workbench::write_file_atomically(result.log, run.output);
   result.ok = run.status.ok();
   if (!result.ok) result.first_error = first_error(run.output, ws);
-  result.warnings = repository_warnings(run.output, ws);
+  result.warnings = compiler_warnings(run.output, ws);
   return result;
 }
 

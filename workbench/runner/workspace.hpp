@@ -107,7 +107,7 @@ struct BuildResult {
   bool ok = false;
   std::string first_error;    ///< "src/…/scaled_dot_product.cpp:18:5: error: …" and its source
   std::filesystem::path log;  ///< the full output of the build, always kept
-  /// The compiler's warnings in repository files, each once: "src/…:8:25: warning: …".
+  /// The compiler's warnings, each once: "src/…:8:25: warning: …" (compiler_warnings).
   std::vector<std::string> warnings;
 };
 
@@ -124,10 +124,10 @@ BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& t
 /// above, in a file outside the repository, comes from this line".
 std::string first_error(const std::string& build_output, const Workspace& ws);
 
-/// Each compiler warning of a build's output that is in a repository file, relativised, in order,
-/// once per place and option (g++ may print one twice): "src/…/gpt.cpp:8:25: warning: narrowing
-/// conversion … [-Wnarrowing]".
-std::vector<std::string> repository_warnings(const std::string& build_output, const Workspace& ws);
+/// Each compiler warning of a build's output, in order, once per place and option (g++ may print
+/// one twice): "src/…/gpt.cpp:8:25: warning: narrowing conversion … [-Wnarrowing]", its path
+/// relative to the repository when inside it, as the compiler wrote it otherwise.
+std::vector<std::string> compiler_warnings(const std::string& build_output, const Workspace& ws);
 
 /// A line of make's output as a progress step: "[ 45%] Building CXX object tests/CMakeFiles/
 /// lab01_test_objects.dir/lab01_test.cpp.o" -> "[ 45%] compiling lab01_test.cpp"; "" for any
