@@ -525,6 +525,11 @@ TEST(OutputScanners, ANarrowingWarningInTheLearnersFileIsShownOnceWithTheLog) {
             std::string::npos)
       << two.substr(0, 400);
   EXPECT_LT(two.size(), 400u) << "a long warning is cut";
+  // … between two characters: 237 bytes of the path and "‘" (3 bytes) end inside the quote.
+  const std::string head = "src/minimodel/attention/scaled_dot_product.cpp:2:1: warning: ";
+  build.warnings = {head + std::string(237 - head.size() - 1, 'y') + "‘" + kHugeLine};
+  EXPECT_EQ(printed("00").substr(0, 2 + 236 + 4),
+            "  " + build.warnings[0].substr(0, 236) + "...\n");
 }
 
 TEST(OutputScanners, AFailureTextWithAHugeLineIsSummarisedWithinTheCap) {

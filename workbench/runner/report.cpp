@@ -81,7 +81,11 @@ void print_learner_warnings(const Context& ctx, const Lab& lab, const BuildResul
       }
   if (yours.empty()) return;
   std::string first = yours.front();
-  if (first.size() > 240) first = first.substr(0, 237) + "...";  // a template's: one line
+  if (first.size() > 240) {  // a template's: one line, cut between two UTF-8 characters
+    std::size_t cut = 237;
+    while (cut > 0 && (static_cast<unsigned char>(first[cut]) & 0xC0) == 0x80) --cut;
+    first = first.substr(0, cut) + "...";
+  }
   std::cout << "  " << ctx.yellow(first) << '\n'
             << "  ("
             << (yours.size() == 1
