@@ -43,6 +43,7 @@
 
 #include "runner/learner_tests.hpp"
 #include "runner/registry.hpp"
+#include "runner/report.hpp"
 #include "runner/verbs.hpp"
 #include "runner/workspace.hpp"
 #include "util/files.hpp"
@@ -301,6 +302,234 @@ TEST(OutputScanners, FirstErrorFindsAnErrorOnOrAfterAHugeLine) {
   EXPECT_EQ(workbook::progress_of("[ 45%] Building CXX object "
                                   "tests/CMakeFiles/lab01_test_objects.dir/lab01_test.cpp.o"),
             "[ 45%] compiling lab01_test.cpp");
+}
+
+// Compiler output captured from g++ 12 and clang 14 (Debian bookworm) on two small files in /repo,
+// compiled with the workbook's warning flags, trimmed: template argument lists cut to "…", most
+// of the candidate notes left out. view_range.cpp holds lab 13's learner's mistake, a const range
+// in a view:
+//   6  const auto rows = xt::range(b * T, (b + 1) * T);
+//   7  return xt::view(x, rows, xt::all());
+// view_helper.cpp the same lines (8 and 9) in a function template rows_of, called on line 11.
+
+const std::string kGxxConstRangeInAView = R"(In file included from /repo/src/view_range.cpp:3:
+/usr/include/xtensor/xview.hpp: In instantiation of ‘xt::xview<CT, S>::xview(std::false_type, CTA&&, FSL&&, SL&& ...) [with CTA = …]’:
+/usr/include/xtensor/xview.hpp:884:11:   required from ‘xt::xview<CT, S>::xview(CTA&&, FSL&&, SL&& ...) [with CTA = …]’
+/usr/include/xtensor/xview.hpp:1774:20:   required from ‘auto xt::detail::make_view_impl(E&&, std::index_sequence<I ...>, S&& ...) [with E = …]’
+/usr/include/xtensor/xview.hpp:1792:38:   required from ‘auto xt::view(E&&, S&& ...) [with E = …; S = {const xrange_adaptor<long int, long int, placeholders::xtuph>&, xall_tag}]’
+/repo/src/view_range.cpp:7:18:   required from here
+/usr/include/xtensor/xview.hpp:906:11: error: no matching function for call to ‘std::tuple<const xt::xrange_adaptor<long int, long int, xt::placeholders::xtuph>, xt::xall<long unsigned int> >::tuple(xt::xrange<long int>, xt::xall<long unsigned int>)’
+  906 |           m_slices(std::forward<FSL>(first_slice), std::forward<SL>(slices)...),
+      |           ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+In file included from /usr/include/c++/12/functional:54,
+                 from /usr/include/xtensor/xbuffer_adaptor.hpp:14,
+                 from /usr/include/xtensor/xtensor.hpp:19,
+                 from /repo/src/view_range.cpp:2:
+/usr/include/c++/12/tuple:1259:9: note: candidate: ‘template<class _Alloc, class _U1, class _U2, …> std::tuple<_T1, _T2>::tuple(std::allocator_arg_t, const _Alloc&, std::pair<_U1, _U2>&&) [with …]’
+ 1259 |         tuple(allocator_arg_t __tag, const _Alloc& __a, pair<_U1, _U2>&& __in)
+      |         ^~~~~
+/usr/include/c++/12/tuple:1259:9: note:   template argument deduction/substitution failed:
+/usr/include/xtensor/xtensor.hpp:555:30:   required from ‘xt::xtensor_container<EC, N, L, Tag>::xtensor_container(const xt::xexpression<E>&) [with E = …]’
+/repo/src/view_range.cpp:7:18:   required from here
+/usr/include/xtensor/xslice.hpp:873:16: error: invalid ‘static_cast’ from type ‘const xt::xrange_adaptor<long int, long int, xt::placeholders::xtuph>’ to type ‘std::size_t’ {aka ‘long unsigned int’}
+  873 |         return static_cast<std::size_t>(s);
+      |                ^~~~~~~~~~~~~~~~~~~~~~~~~~~
+)";
+
+const std::string kGxxConstRangeInATemplate = R"(In file included from /repo/src/view_helper.cpp:3:
+/usr/include/xtensor/xview.hpp: In instantiation of ‘xt::xview<CT, S>::xview(std::false_type, CTA&&, FSL&&, SL&& ...) [with CTA = …]’:
+/usr/include/xtensor/xview.hpp:884:11:   required from ‘xt::xview<CT, S>::xview(CTA&&, FSL&&, SL&& ...) [with CTA = …]’
+/usr/include/xtensor/xview.hpp:1774:20:   required from ‘auto xt::detail::make_view_impl(E&&, std::index_sequence<I ...>, S&& ...) [with E = …]’
+/usr/include/xtensor/xview.hpp:1792:38:   required from ‘auto xt::view(E&&, S&& ...) [with E = …]’
+/repo/src/view_helper.cpp:8:18:   required from ‘xt::xtensor<float, 2> rows_of(const E&, std::size_t, std::size_t) [with E = xt::xtensor_container<xt::uvector<float, std::allocator<float> >, 2, xt::layout_type::row_major, xt::xtensor_expression_tag>; std::size_t = long unsigned int]’
+/repo/src/view_helper.cpp:11:82:   required from here
+/usr/include/xtensor/xview.hpp:906:11: error: no matching function for call to ‘std::tuple<const xt::xrange_adaptor<long int, long int, xt::placeholders::xtuph>, xt::xall<long unsigned int> >::tuple(xt::xrange<long int>, xt::xall<long unsigned int>)’
+  906 |           m_slices(std::forward<FSL>(first_slice), std::forward<SL>(slices)...),
+      |           ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+)";
+
+// clang defers the view's instantiation, so its first error's notes stop inside xview.hpp; the next
+// error's notes reach the learner's line.
+const std::string kClangConstRangeInAView = R"(In file included from /repo/src/view_range.cpp:3:
+/usr/include/xtensor/xview.hpp:906:11: error: no matching constructor for initialization of 'xt::xview<…>::slice_type' (aka 'tuple<const xt::xrange_adaptor<long, long, xt::placeholders::xtuph>, xt::xall<unsigned long>>')
+          m_slices(std::forward<FSL>(first_slice), std::forward<SL>(slices)...),
+          ^        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+/usr/include/xtensor/xview.hpp:879:11: note: in instantiation of function template specialization 'xt::xview<…>::xview<…>' requested here
+        : xview(
+          ^
+/usr/include/xtensor/xview.hpp:1774:20: note: in instantiation of function template specialization 'xt::xview<…>::xview<…>' requested here
+            return view_type(std::forward<E>(e),
+                   ^
+/usr/bin/../lib/gcc/x86_64-linux-gnu/12/../../../../include/c++/12/tuple:1063:2: note: candidate constructor template not viable: no known conversion from 'xt::xrange<long>' to 'const const xt::xrange_adaptor<long, long, xt::placeholders::xtuph>' for 1st argument
+        tuple(const _T1& __a1, const _T2& __a2)
+        ^
+In file included from /repo/src/view_range.cpp:2:
+In file included from /usr/include/xtensor/xtensor.hpp:20:
+/usr/include/xtensor/xslice.hpp:873:16: error: cannot convert 'const xt::xrange_adaptor<long, long, xt::placeholders::xtuph>' to 'std::size_t' (aka 'unsigned long') without a conversion operator
+        return static_cast<std::size_t>(s);
+               ^~~~~~~~~~~~~~~~~~~~~~~~~~~
+/usr/include/xtensor/xview.hpp:1313:41: note: in instantiation of function template specialization 'xt::value<xt::xrange_adaptor<long, long, xt::placeholders::xtuph>, int>' requested here
+/usr/include/xtensor/xtensor.hpp:555:24: note: in instantiation of function template specialization 'xt::xsemantic_base<…>::assign<…>' requested here
+        semantic_base::assign(e);
+                       ^
+/repo/src/view_range.cpp:7:10: note: in instantiation of function template specialization 'xt::xtensor_container<…>::xtensor_container<…>' requested here
+  return xt::view(x, rows, xt::all());
+         ^
+2 errors generated.
+)";
+
+const std::string kClangConstRangeInATemplate =
+    R"(In file included from /repo/src/view_helper.cpp:3:
+/usr/include/xtensor/xview.hpp:906:11: error: no matching constructor for initialization of 'xt::xview<…>::slice_type' (aka 'tuple<const xt::xrange_adaptor<long, long, xt::placeholders::xtuph>, xt::xall<unsigned long>>')
+          m_slices(std::forward<FSL>(first_slice), std::forward<SL>(slices)...),
+          ^        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+/usr/include/xtensor/xview.hpp:879:11: note: in instantiation of function template specialization 'xt::xview<…>::xview<…>' requested here
+        : xview(
+          ^
+/usr/include/xtensor/xview.hpp:1774:20: note: in instantiation of function template specialization 'xt::xview<…>::xview<…>' requested here
+            return view_type(std::forward<E>(e),
+                   ^
+/repo/src/view_helper.cpp:11:75: note: in instantiation of function template specialization 'rows_of<xt::xtensor_container<xt::uvector<float>, 2, xt::layout_type::row_major>>' requested here
+xt::xtensor<float, 2> first_rows(const xt::xtensor<float, 2>& x) { return rows_of(x, 0, 2); }
+                                                                          ^
+)";
+
+TEST(OutputScanners, AnErrorInALibraryHeaderAlsoNamesTheRepositoryLineItComesFrom) {
+  const workbook::Workspace ws{"/repo", "/repo/build"};
+  const std::string origin =
+      ": the error above, in a file outside the repository, comes from this line";
+  // g++: the chain above the error, innermost first; its innermost line in the repository.
+  EXPECT_EQ(workbook::first_error(kGxxConstRangeInAView, ws),
+            "/usr/include/xtensor/xview.hpp:906:11: error: no matching function for call to "
+            "‘std::tuple<const xt::xrange_adaptor<long int, long int, xt::placeholders::xtuph>, "
+            "xt::xall<long unsigned int> >::tuple(xt::xrange<long int>, xt::xall<long unsigned "
+            "int>)’\n"
+            "  906 |           m_slices(std::forward<FSL>(first_slice), "
+            "std::forward<SL>(slices)...),\n"
+            "      |           "
+            "^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+            "src/view_range.cpp:7:18" +
+                origin);
+  auto last_line = [](const std::string& text) { return text.substr(text.rfind('\n') + 1); };
+  EXPECT_EQ(last_line(workbook::first_error(kGxxConstRangeInATemplate, ws)),
+            "src/view_helper.cpp:8:18" + origin)
+      << "the line in the template, not the call of the template";
+  // clang: the notes below the error, or the next error's when its own stop in the header.
+  EXPECT_EQ(last_line(workbook::first_error(kClangConstRangeInAView, ws)),
+            "src/view_range.cpp:7:10" + origin);
+  EXPECT_EQ(last_line(workbook::first_error(kClangConstRangeInATemplate, ws)),
+            "src/view_helper.cpp:11:75" + origin);
+  // A 100,000-character instantiation line (only its head is scanned) hides nothing.
+  std::string huge = kGxxConstRangeInATemplate;
+  huge.insert(huge.find("’:\n"), kHugeLine);
+  huge.insert(huge.find("’\n/repo/src/view_helper.cpp:11:82"), kHugeLine);
+  EXPECT_EQ(last_line(workbook::first_error(huge, ws)), "src/view_helper.cpp:8:18" + origin);
+  // Nothing in the repository, and an error in the repository: no such line.
+  const std::string outside =
+      "/usr/include/a.hpp:3:1: error: x\n/usr/include/b.hpp:9:2:   "
+      "required from here\n/usr/include/c.hpp:1:1: note: in "
+      "instantiation of 'f' requested here\n";
+  EXPECT_EQ(workbook::first_error(outside, ws), "/usr/include/a.hpp:3:1: error: x");
+  EXPECT_EQ(workbook::first_error("/repo/src/a.cpp:3:1: error: x\n/repo/src/b.cpp:9:2:   required "
+                                  "from here\n",
+                                  ws),
+            "src/a.cpp:3:1: error: x");
+}
+
+// A narrowing brace initialisation (the learner's `Vector<float> merged({d})`, a one-element
+// vector holding d): g++ warns (twice), clang stops with an error.
+const std::string kGxxNarrowing =
+    R"(/repo/src/minimodel/attention/scaled_dot_product.cpp: In function ‘Vector<float> merged_of(std::size_t)’:
+/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: narrowing conversion of ‘d’ from ‘std::size_t’ {aka ‘long unsigned int’} to ‘float’ [-Wnarrowing]
+    8 |   Vector<float> merged({d});
+      |                         ^
+/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: narrowing conversion of ‘d’ from ‘std::size_t’ {aka ‘long unsigned int’} to ‘float’ [-Wnarrowing]
+)";
+const std::string kClangNarrowing =
+    R"(/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: error: non-constant-expression cannot be narrowed from type 'std::size_t' (aka 'unsigned long') to 'float' in initializer list [-Wc++11-narrowing]
+  Vector<float> merged({d});
+                        ^
+/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: note: insert an explicit cast to silence this issue
+  Vector<float> merged({d});
+                        ^
+                        static_cast<float>( )
+/repo/src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: implicit conversion from 'std::size_t' (aka 'unsigned long') to 'const float' may lose precision [-Wimplicit-int-float-conversion]
+  Vector<float> merged({d});
+                       ~^
+1 warning and 1 error generated.
+)";
+
+TEST(OutputScanners, ANarrowingWarningInTheLearnersFileIsShownOnceWithTheLog) {
+  const workbook::Workspace ws{"/repo", "/repo/build"};
+  const std::string narrowing =
+      "src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: narrowing conversion of ‘d’ "
+      "from ‘std::size_t’ {aka ‘long unsigned int’} to ‘float’ [-Wnarrowing]";
+  // Once, though g++ printed it twice; a huge line hides nothing.
+  const std::string output = "[ 40%] Building CXX object src/CMakeFiles/x.dir/a.cpp.o\n" +
+                             kGxxNarrowing + "/usr/include/xtensor/x.hpp:1:2: warning: w\n" +
+                             kHugeLine + "\n/repo/workbench/util/text.cpp:3:4: warning: v [-Wx]\n";
+  EXPECT_EQ(workbook::compiler_warnings(output, ws),
+            (std::vector<std::string>{narrowing, "/usr/include/xtensor/x.hpp:1:2: warning: w",
+                                      "workbench/util/text.cpp:3:4: warning: v [-Wx]"}));
+  // g++ 12 in lab 00's stub (`xt::xtensor<float, 1> merged({T})`, T a const std::size_t) says it
+  // twice in other words: once too.
+  const std::string in_lab00 =
+      R"(/repo/src/minimodel/attention/scaled_dot_product.cpp:46:33: warning: narrowing conversion of ‘(std::size_t)T’ from ‘std::size_t’ {aka ‘long unsigned int’} to ‘float’ [-Wnarrowing]
+   46 |   xt::xtensor<float, 1> merged({T});  // meant: T zeros
+      |                                 ^
+/repo/src/minimodel/attention/scaled_dot_product.cpp:46:33: warning: narrowing conversion of ‘T’ from ‘const std::size_t’ {aka ‘const long unsigned int’} to ‘float’ [-Wnarrowing]
+)";
+  EXPECT_EQ(workbook::compiler_warnings(in_lab00, ws),
+            std::vector<std::string>{workbench::split_lines(in_lab00)[0].substr(6)});
+  EXPECT_EQ(workbook::compiler_warnings(kClangNarrowing, ws),
+            std::vector<std::string>{
+                "src/minimodel/attention/scaled_dot_product.cpp:8:25: warning: implicit conversion "
+                "from 'std::size_t' (aka 'unsigned long') to 'const float' may lose precision "
+                "[-Wimplicit-int-float-conversion]"});
+  EXPECT_EQ(workbook::first_error(kClangNarrowing, ws),
+            "src/minimodel/attention/scaled_dot_product.cpp:8:25: error: non-constant-expression "
+            "cannot be narrowed from type 'std::size_t' (aka 'unsigned long') to 'float' in "
+            "initializer list [-Wc++11-narrowing]");
+
+  // check shows the learner's file's warning, in two lines, and never a header's or the
+  // workbench's.
+  workbook::Context ctx{ws, real_labs(), false};
+  workbook::BuildResult build;
+  build.ok = true;
+  build.log = "/repo/build/workbook-build.log";
+  build.warnings = workbook::compiler_warnings(output, ws);
+  auto printed = [&](const std::string& lab) {
+    testing::internal::CaptureStdout();
+    workbook::print_learner_warnings(ctx, real_lab(lab), build);
+    return testing::internal::GetCapturedStdout();
+  };
+  const std::string once = "  " + narrowing +
+                           "\n  (the compiler's only warning in your files; full build output: "
+                           "build/workbook-build.log)\n";
+  EXPECT_EQ(printed("00"), once);
+  EXPECT_EQ(printed("01"), printed("00")) << "lab 00 is lab 01's prerequisite";
+  EXPECT_EQ(printed("12"), "") << "lab 12 has none of these files";
+  // A compiler cache replays the warning of the same file compiled in another checkout.
+  const workbook::BuildResult here = build;
+  build.warnings = {"/work/other/repo/" + narrowing};
+  EXPECT_EQ(printed("00"), once);
+  build = here;
+  build.warnings.insert(build.warnings.begin(),
+                        "src/minimodel/attention/scaled_dot_product.cpp:"
+                        "2:1: warning: " +
+                            kHugeLine);
+  const std::string two = printed("00");
+  EXPECT_EQ(two.rfind("  src/minimodel/attention/scaled_dot_product.cpp:2:1: warning: xxx", 0), 0u)
+      << two.substr(0, 400);
+  EXPECT_NE(two.find("xxx...\n  (the first of 2 compiler warnings in your files; "),
+            std::string::npos)
+      << two.substr(0, 400);
+  EXPECT_LT(two.size(), 400u) << "a long warning is cut";
+  // … between two characters: 237 bytes of the path and "‘" (3 bytes) end inside the quote.
+  const std::string head = "src/minimodel/attention/scaled_dot_product.cpp:2:1: warning: ";
+  build.warnings = {head + std::string(237 - head.size() - 1, 'y') + "‘" + kHugeLine};
+  EXPECT_EQ(printed("00").substr(0, 2 + 236 + 4),
+            "  " + build.warnings[0].substr(0, 236) + "...\n");
 }
 
 TEST(OutputScanners, AFailureTextWithAHugeLineIsSummarisedWithinTheCap) {
@@ -1225,6 +1454,27 @@ void replace_in(const fs::path& path, const std::string& from, const std::string
   const auto at = text.find(from);
   ASSERT_NE(at, std::string::npos) << from << " is not in " << path;
   write(path, text.replace(at, from.size(), to));
+}
+
+TEST_F(WorkbookScratch, ANarrowingWarningInTheLearnersFileIsShownBeforeTheTestResults) {
+  // `xt::xtensor<float, 1> merged({T})` is one element holding T, not T zeros: g++ only warns
+  // (-Wnarrowing), and the build succeeds. CI configures the scratch clone with warnings as errors
+  // (CI=true); the pragma keeps this one a warning there, as in a learner's build.
+  copy_reference_into_stub();
+  replace_in(repo_ / stub(), "namespace minimodel {",
+             "#pragma GCC diagnostic warning \"-Wnarrowing\"\nnamespace minimodel {");
+  replace_in(repo_ / stub(), "  Tensor2 output = xt::linalg::dot(weights, v);",
+             "  xt::xtensor<float, 1> merged({T});\n"
+             "  Tensor2 output = xt::linalg::dot(weights, v) + merged(0) * 0.0f;");
+  const Outcome check = workbook("check 00 2>/dev/null");
+  EXPECT_EQ(check.status, 0) << check.out;
+  EXPECT_TRUE(std::regex_search(
+      check.out,
+      std::regex(R"(all 12 tests pass — done\n  src/minimodel/attention/scaled_dot_product\.cpp:)"
+                 R"(\d+:\d+: warning: narrowing conversion of .* \[-Wnarrowing\]\n)"
+                 R"(  \(the compiler's only warning in your files; full build output: )"
+                 R"(build/workbook-build\.log\)\nnext: )")))
+      << check.out;
 }
 
 TEST_F(WorkbookScratch, ATestThatPrintsA40000CharacterLineThenCrashesIsReportedNotACrash) {

@@ -52,7 +52,9 @@ int check_lab(const Context& ctx, const std::optional<std::string>& number, cons
     if (!filter.empty()) std::cout << "(only " << part << ")\n";
     if (!filter.empty() && result.status == LabStatus::done) {  // the lab itself may not be
       std::cout << ctx.green("all " + std::to_string(result.total) + " tests of " + part + " pass")
-                << "\nnext: workbook check " << lab.number << "   (every block)\n";
+                << '\n';
+      print_learner_warnings(ctx, lab, result.build);
+      std::cout << "next: workbook check " << lab.number << "   (every block)\n";
       return kSuccess;
     }
     return exit_status(result, print_check(ctx, lab, result));

@@ -683,7 +683,7 @@ int dev_check(const Context& ctx, const DevCheckOptions& options) {
         if (!mutant_targets.empty())
           std::cout << "building and running every mutant…\n" << std::flush;
         const BuildResult mutants_built = mutant_targets.empty()
-                                              ? BuildResult{true, "", {}}
+                                              ? BuildResult{true, "", {}, {}}
                                               : build_targets(ctx.ws, mutant_targets);
         if (!mutants_built.ok)
           defects.push_back("a mutant does not build: " + mutants_built.first_error +

@@ -49,6 +49,51 @@ void print_build_error(const Context& ctx, const BuildResult& build) {
             << "full build output: " << ctx.ws.relative(build.log) << '\n';
 }
 
+namespace {
+
+// `warning` ("path:8:25: warning: …") as "file:8:25: warning: …" if its path is `file` (relative
+// to the repository) or `file` in another checkout ("/elsewhere/src/…/x.cpp", which a compiler
+// cache replays); "" otherwise.
+std::string warning_in(const std::string& warning, const std::string& file) {
+  if (workbench::starts_with(warning, file + ":")) return warning;
+  const std::size_t head = warning.find(": warning: ");
+  const std::size_t at = warning.find("/" + file + ":");
+  if (warning.empty() || warning[0] != '/' || head == std::string::npos ||
+      at == std::string::npos || at > head)
+    return "";
+  return warning.substr(at + 1);
+}
+
+}  // namespace
+
+void print_learner_warnings(const Context& ctx, const Lab& lab, const BuildResult& build) {
+  std::vector<std::string> files = lab.learner_files;
+  for (const std::string& number : lab.prerequisites)
+    if (const Lab* prerequisite = find_lab(ctx.labs, number))
+      files.insert(files.end(), prerequisite->learner_files.begin(),
+                   prerequisite->learner_files.end());
+  std::vector<std::string> yours;
+  for (const std::string& warning : build.warnings)
+    for (const std::string& file : files)
+      if (std::string in_file = warning_in(warning, file); !in_file.empty()) {
+        yours.push_back(std::move(in_file));
+        break;
+      }
+  if (yours.empty()) return;
+  std::string first = yours.front();
+  if (first.size() > 240) {  // a template's: one line, cut between two UTF-8 characters
+    std::size_t cut = 237;
+    while (cut > 0 && (static_cast<unsigned char>(first[cut]) & 0xC0) == 0x80) --cut;
+    first = first.substr(0, cut) + "...";
+  }
+  std::cout << "  " << ctx.yellow(first) << '\n'
+            << "  ("
+            << (yours.size() == 1
+                    ? "the compiler's only warning"
+                    : "the first of " + std::to_string(yours.size()) + " compiler warnings")
+            << " in your files; full build output: " << ctx.ws.relative(build.log) << ")\n";
+}
+
 std::string next_step(const Lab& lab, const LabResult& result) {
   switch (result.status) {
     case LabStatus::done:
@@ -128,10 +173,12 @@ int print_check(const Context& ctx, const Lab& lab, const LabResult& result) {
   }
   if (result.status == LabStatus::done) {
     std::cout << ctx.green("all " + std::to_string(result.total) + " tests pass") << " — done\n";
+    print_learner_warnings(ctx, lab, result.build);
     std::cout << "next: " << next_step(lab, result) << '\n';
     return kSuccess;
   }
   std::cout << result.passed << " of " << result.total << " tests pass\n";
+  print_learner_warnings(ctx, lab, result.build);
   if (!result.problem.empty()) std::cout << "  " << ctx.red(result.problem) << '\n';
   for (const std::string& line : not_started(ctx, result.failures))
     std::cout << "  " << ctx.yellow(line) << '\n';

@@ -13,6 +13,11 @@ namespace workbook {
 std::string heading(const Lab& lab);                            ///< "lab 00 — Attention by hand"
 std::string status_text(const Context& ctx, LabStatus status);  ///< coloured status_name
 void print_build_error(const Context& ctx, const BuildResult& build);
+/// The first of `build`'s warnings in lab `lab`'s learner files or its prerequisites' (never in a
+/// header or the workbench), with their number and the build's log, in two indented lines; nothing
+/// if there is none. A compiler cache replays a saved compile's warnings with the paths of the
+/// checkout it compiled in: a learner file's path in another checkout counts as the file's.
+void print_learner_warnings(const Context& ctx, const Lab& lab, const BuildResult& build);
 std::string next_step(const Lab& lab, const LabResult& result);
 
 /// Prints lab `lab`'s result the way `check` does; returns kSuccess if done, kNotDone otherwise.

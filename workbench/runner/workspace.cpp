@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <regex>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -111,25 +113,88 @@ bool is_source_line(const std::string& line) {
   return at < line.size() && line[at] == '|';
 }
 
+// The part of `line` a regex may scan: one template error's line can run to 100,000 characters
+// (workbench::kMaxScannedLine).
+std::string::const_iterator head_end(const std::string& line) {
+  return line.begin() +
+         static_cast<std::ptrdiff_t>(std::min(line.size(), workbench::kMaxScannedLine));
+}
+
+bool search_head(const std::string& line, std::smatch& m, const std::regex& pattern) {
+  return std::regex_search(line.begin(), head_end(line), m, pattern,
+                           std::regex_constants::match_continuous);
+}
+
+bool in_repository(const std::string& file, const Workspace& ws) {
+  return fs::path(ws.relative(fs::path(file))).is_relative();
+}
+
+// One step of a template's instantiation chain, "file:line:col": g++'s "file:line:col:   required
+// from …" (or "required by substitution of …", "recursively required from …", "in ‘constexpr’
+// expansion of …"), clang's "file:line:col: note: in instantiation of … requested here".
+// `in_repo` is set to whether the file is in the repository; nullopt for any other line.
+std::optional<std::string> instantiation_step(const std::string& line, const Workspace& ws,
+                                              bool& in_repo) {
+  static const std::regex step(R"(^(.+?):(\d+):(\d+):()"
+                               R"(   (recursively )?required (from|by) |)"
+                               R"(   in .{1,3}constexpr.{1,3} expansion of |)"
+                               R"( note: in instantiation of ))");
+  std::smatch m;
+  if (!search_head(line, m, step)) return std::nullopt;
+  in_repo = in_repository(m[1].str(), ws);
+  return ws.relative(fs::path(m[1].str())) + ":" + m[2].str() + ":" + m[3].str();
+}
+
+// The lines g++ prints above an error in a template: "file: In instantiation of ‘…’:", its steps,
+// and "file:line:col:   [ skipping 4 instantiation contexts, …]".
+bool in_gxx_chain(const std::string& line, const Workspace& ws) {
+  static const std::regex header(R"(^(.+?): In (instantiation|substitution) of |)"
+                                 R"(^(.+?):(\d+):(\d+):   \[ skipping \d+ instantiation contexts)");
+  std::smatch m;
+  bool in_repo = false;
+  return search_head(line, m, header) || instantiation_step(line, ws, in_repo).has_value();
+}
+
+// Where the error on line `at` of `lines`, in a file outside the repository, comes from: the
+// innermost step of its instantiation chain in a repository file. g++ prints the chain above the
+// error, innermost first; clang prints it below, innermost first, and may leave out the steps
+// before a deferred instantiation: then the first such step of a later error of the same
+// compilation (up to make's next step) names the line. "" if none does.
+std::string repository_origin(const std::vector<std::string>& lines, std::size_t at,
+                              const Workspace& ws) {
+  std::string innermost;
+  for (std::size_t i = at; i > 0 && in_gxx_chain(lines[i - 1], ws); --i) {
+    bool in_repo = false;
+    const auto step = instantiation_step(lines[i - 1], ws, in_repo);
+    if (step && in_repo) innermost = *step;  // the last one seen going up is the innermost
+  }
+  if (!innermost.empty()) return innermost;
+  for (std::size_t i = at + 1; i < lines.size() && progress_of(lines[i]).empty(); ++i) {
+    bool in_repo = false;
+    const auto step = instantiation_step(lines[i], ws, in_repo);
+    if (step && in_repo) return *step;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string first_error(const std::string& build_output, const Workspace& ws) {
-  // "file:line:col: error: message". Only the line's head goes through the regex: one template
-  // error's message can run to 100,000 characters (workbench::kMaxScannedLine).
+  // "file:line:col: error: message". Only the line's head goes through the regex.
   static const std::regex error(R"(^(.+?):(\d+):(\d+:)? (fatal error|error): )");
   const std::vector<std::string> lines = workbench::split_lines(build_output);
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
-    const auto head_end = line.begin() + static_cast<std::ptrdiff_t>(
-                                             std::min(line.size(), workbench::kMaxScannedLine));
     std::smatch m;
-    if (!std::regex_search(line.begin(), head_end, m, error,
-                           std::regex_constants::match_continuous))
-      continue;
+    if (!search_head(line, m, error)) continue;
     std::string text = ws.relative(fs::path(m[1].str())) + ":" + m[2].str() + ":" + m[3].str() +
                        " " + m[4].str() + ": " + line.substr(static_cast<std::size_t>(m.length(0)));
     for (std::size_t j = i + 1; j < lines.size() && j <= i + 3 && is_source_line(lines[j]); ++j)
       text += "\n" + lines[j];
+    if (!in_repository(m[1].str(), ws))
+      if (const std::string origin = repository_origin(lines, i, ws); !origin.empty())
+        text += "\n" + origin +
+                ": the error above, in a file outside the repository, comes from this line";
     return text;
   }
   for (const auto& line : lines)  // the linker's messages carry no line number
@@ -140,6 +205,27 @@ std::string first_error(const std::string& build_output, const Workspace& ws) {
   for (std::size_t i = lines.size() > 10 ? lines.size() - 10 : 0; i < lines.size(); ++i)
     tail += lines[i] + "\n";
   return workbench::trim(tail);
+}
+
+std::vector<std::string> compiler_warnings(const std::string& build_output, const Workspace& ws) {
+  static const std::regex warning(R"(^(.+?):(\d+):(\d+): warning: )");
+  std::vector<std::string> warnings;
+  std::set<std::string> seen;
+  for (const std::string& line : workbench::split_lines(build_output)) {
+    std::smatch m;
+    if (!search_head(line, m, warning)) continue;
+    const std::string where =
+        ws.relative(fs::path(m[1].str())) + ":" + m[2].str() + ":" + m[3].str() + ": warning: ";
+    const std::string message = line.substr(static_cast<std::size_t>(m.length(0)));
+    // Once per place and option: g++ may say the same twice in other words ("narrowing
+    // conversion of ‘(std::size_t)T’ …", then "… of ‘T’ …").
+    const auto option = message.rfind(" [-W");
+    const std::string key =
+        where +
+        (option == std::string::npos || message.back() != ']' ? message : message.substr(option));
+    if (seen.insert(key).second) warnings.push_back(where + message);
+  }
+  return warnings;
 }
 
 BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& targets) {
@@ -190,6 +276,7 @@ BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& t
   workbench::write_file_atomically(result.log, run.output);
   result.ok = run.status.ok();
   if (!result.ok) result.first_error = first_error(run.output, ws);
+  result.warnings = compiler_warnings(run.output, ws);
   return result;
 }
 

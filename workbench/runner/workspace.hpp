@@ -107,6 +107,8 @@ struct BuildResult {
   bool ok = false;
   std::string first_error;    ///< "src/…/scaled_dot_product.cpp:18:5: error: …" and its source
   std::filesystem::path log;  ///< the full output of the build, always kept
+  /// The compiler's warnings, each once: "src/…:8:25: warning: …" (compiler_warnings).
+  std::vector<std::string> warnings;
 };
 
 /// `cmake --build BUILD -j N --target …`, with each step shown on stderr as it happens and the
@@ -115,8 +117,17 @@ struct BuildResult {
 /// @throws EnvironmentError if BUILD is not configured or cmake cannot run.
 BuildResult build_targets(const Workspace& ws, const std::vector<std::string>& targets);
 
-/// The first compiler or linker error in a build's output, trimmed to a few lines.
+/// The first compiler or linker error in a build's output, trimmed to a few lines. An error in a
+/// file outside the repository (a template in a library's header) is followed by the line of the
+/// repository it comes from: the innermost of its instantiation lines (g++'s "required from",
+/// clang's "in instantiation of … requested here") in a repository file, "src/…:261:40: the error
+/// above, in a file outside the repository, comes from this line".
 std::string first_error(const std::string& build_output, const Workspace& ws);
+
+/// Each compiler warning of a build's output, in order, once per place and option (g++ may print
+/// one twice): "src/…/gpt.cpp:8:25: warning: narrowing conversion … [-Wnarrowing]", its path
+/// relative to the repository when inside it, as the compiler wrote it otherwise.
+std::vector<std::string> compiler_warnings(const std::string& build_output, const Workspace& ws);
 
 /// A line of make's output as a progress step: "[ 45%] Building CXX object tests/CMakeFiles/
 /// lab01_test_objects.dir/lab01_test.cpp.o" -> "[ 45%] compiling lab01_test.cpp"; "" for any
