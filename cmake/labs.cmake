@@ -109,11 +109,6 @@ function(minimodel_read_registry json_file)
   set(MINIMODEL_LABS ${numbers} PARENT_SCOPE)
 endfunction()
 
-# The labs' code (learner, reference and mutants alike) is compiled without errno for math
-# functions: nothing reads it, and a loop that calls sqrt must otherwise keep a branch to set it,
-# which stops the compiler vectorising it (lab 13's AdamW).
-set(minimodel_lab_code_options -fno-math-errno)
-
 # minimodel_lab_code(NN)
 #
 # Lab NN's code in each implementation: minimodel_{learner,reference}_labNN, a library of the lab's
@@ -139,7 +134,6 @@ function(minimodel_lab_code number)
       target_link_libraries(${library} PUBLIC minimodel_api minimodel_tensor minimodel_${impl}_name
                                               ${prerequisites}
                                        PRIVATE minimodel_warnings ${MINIMODEL_LAB_${number}_LIBRARIES})
-      target_compile_options(${library} PRIVATE ${minimodel_lab_code_options})
       minimodel_precompiled_headers(${library} code)
     else()  # a lab being added: nothing to compile yet
       add_library(${library} INTERFACE)
@@ -391,7 +385,7 @@ function(minimodel_lab_mutants number)
       target_link_libraries(${code} PUBLIC MPI::MPI_CXX)
     endif()
     # No minimodel_warnings: a mutant's leftovers (an unused `scale`) are the bug, not a defect.
-    target_compile_options(${code} PRIVATE ${minimodel_lab_code_options} $<$<CONFIG:Release>:-O1>)
+    target_compile_options(${code} PRIVATE $<$<CONFIG:Release>:-O1>)
     foreach(kind IN ITEMS test verify)
       set(program ${kind}-lab${number}-mutant-${name})
       add_executable(${program} EXCLUDE_FROM_ALL)
