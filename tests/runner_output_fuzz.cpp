@@ -1,7 +1,7 @@
 // libFuzzer target: the runner's scanners of what builds and tests print (first_error,
-// compiler_warnings, progress_of, parse_failure and the scans of a test program's output) take any bytes without
-// crashing or overflowing the stack (std::regex recursed once per character), and a failure's
-// summary stays within its 240 characters.
+// compiler_warnings, progress_of, parse_failure and the scans of a test program's output) take any
+// bytes without crashing or overflowing the stack (std::regex recursed once per character), and a
+// failure's summary stays within its 240 characters.
 #include <cstddef>
 #include <cstdint>
 #include <string>
