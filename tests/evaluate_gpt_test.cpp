@@ -249,6 +249,7 @@ TEST_F(WorkbookEvaluate, RejectsBadInputInOneLine) {
   for (const std::string bad : {"3", "1.x", "1.0,", "\"\""})
     expect_rejected(with_checkpoint("--ablate " + bad), "LAYER.HEAD");
   expect_rejected(with_checkpoint("--windows 0"), "give 1 or more");
+  expect_rejected(with_checkpoint("--windows 1.5"), "give a whole number");
   expect_rejected(with_checkpoint("--impl nobody"), "--impl");
   expect_rejected("", "--checkpoint");
   // The engine itself says the same.

@@ -77,12 +77,12 @@ inline CLI::Validator positive_windows() {
   return CLI::Validator(
       [](std::string& input) {
         std::size_t value = 0;
-        const bool ok = input.find_first_not_of("0123456789") == std::string::npos &&
-                        CLI::detail::lexical_cast(input, value) && value >= 1;
-        return ok ? std::string()
-                  : input +
-                        " windows would score nothing: give 1 or more, or leave --windows "
-                        "out to score every window of the held-out books";
+        if (input.empty() || input.find_first_not_of("0123456789") != std::string::npos ||
+            !CLI::detail::lexical_cast(input, value))
+          return "'" + input + "' is not a number of windows: give a whole number, e.g. 200";
+        return value >= 1 ? std::string()
+                          : "0 windows would score nothing: give 1 or more, or leave --windows "
+                            "out to score every window of the held-out books";
       },
       "at least 1");
 }
