@@ -227,6 +227,12 @@ TEST_F(WorkbookEvaluate, PrintsEvaluateOnTheHeldOutTokensAndTheAblatedModelBesid
   EXPECT_EQ(plain.stdout_text.find("ablated"), std::string::npos) << plain.stdout_text;
 }
 
+TEST_F(WorkbookEvaluate, IsListedByWorkbookHelp) {
+  const Output help = evaluate("--help", "workbook");
+  EXPECT_EQ(help.status, 0) << help.stderr_text;
+  EXPECT_NE(help.stdout_text.find("\n  evaluate "), std::string::npos) << help.stdout_text;
+}
+
 TEST_F(WorkbookEvaluate, RejectsBadInputInOneLine) {
   expect_rejected("--checkpoint " + (tmp_ / "absent").string(), "absent");
   expect_rejected(with_checkpoint("--ablate 0.2"), "each layer has 2 heads, 0 to 1");

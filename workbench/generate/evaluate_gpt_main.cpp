@@ -150,7 +150,7 @@ int evaluate(const workbench::EvaluateOptions& o) {
   const std::size_t length = checkpoint.length > 0 && checkpoint.length <= config.max_len
                                  ? checkpoint.length
                                  : config.max_len;
-  const std::size_t batch = checkpoint.batch > 0 ? checkpoint.batch : 16;
+  const std::size_t batch = checkpoint.batch > 0 ? checkpoint.batch : 16;  // lab 13's default B
   if (ids.size() < length + 1)
     reject("the held-out books are " + std::to_string(ids.size()) +
            " tokens, fewer than one window of " + std::to_string(length + 1));
