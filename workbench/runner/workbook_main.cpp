@@ -11,6 +11,7 @@
 
 #include "attend/attend_options.hpp"
 #include "explore/explore_options.hpp"
+#include "generate/evaluate_options.hpp"
 #include "generate/generate_options.hpp"
 #include "runner/verbs.hpp"
 #include "tokenize/tokenize_options.hpp"
@@ -175,6 +176,29 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"reference", "learner"}))
       ->capture_default_str();
   workbench::add_generate_options(*generate_cmd, generate_options);
+
+  std::string evaluate_impl = "reference";
+  workbench::EvaluateOptions evaluate_options;
+  CLI::App* evaluate_cmd = app.add_subcommand(
+      "evaluate",
+      "The validation loss of a checkpoint of lab 13's GPT (`workbook verify 13` writes one): "
+      "lab 13's evaluate on the held-out books (those of `workbook corpus`'s kjv-validation.txt) "
+      "encoded with the checkpoint's own tokenizer, in nats per token and bits per byte. With "
+      "--ablate 3.2,0.2 the heads named are switched off, their rows of attn.w_o zeroed in memory "
+      "(the checkpoint on disk is never written), and the loss is printed beside the unablated one "
+      "with the difference: what the heads were worth. With --impl learner it builds "
+      "evaluate-gpt-learner first, so it runs your latest code.\n"
+      "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not "
+      "compile; 2 bad input (a missing or invalid checkpoint, lab 10's checkpoint, a head or "
+      "layer out of range); 3 the reference crashed; 4 the learner implementation crashed or a "
+      "sanitizer stopped it.");
+  evaluate_cmd
+      ->add_option("--impl", evaluate_impl,
+                   "Which implementation of labs 12 and 13 runs: the reference solutions/ or your "
+                   "src/")
+      ->check(CLI::IsMember({"reference", "learner"}))
+      ->capture_default_str();
+  workbench::add_evaluate_options(*evaluate_cmd, evaluate_options);
 
   std::string tokenize_impl = "reference";
   workbench::TokenizeOptions tokenize_options;
@@ -396,6 +420,10 @@ int main(int argc, char** argv) {
   prepare_children();
   try {
     const workbook::Context ctx = make_context(repo, build);
+    // evaluate, as attend and generate, holds the build folder only while its engine builds.
+    if (*evaluate_cmd)
+      return run_engine(ctx, "evaluate-gpt", evaluate_impl,
+                        workbench::evaluate_arguments(evaluate_options));
     // The verbs that build in the build folder and run what they built hold it throughout; watch
     // for each of its checks, attend and generate only when they build. dev-check does not: the
     // ctest it runs starts workbook commands on the same build folder.
