@@ -16,6 +16,7 @@
 
 #include "checkpoint/gpt_checkpoint.hpp"
 #include "corpus/kjv_corpus.hpp"
+#include "generate/checkpoint_encoder.hpp"
 #include "generate/evaluate_options.hpp"
 #include "generate/head_ablation.hpp"
 #include "minimodel/implementation.hpp"
@@ -131,15 +132,7 @@ int evaluate(const workbench::EvaluateOptions& o) {
   workbench::ablate_heads(ablated, heads);
 
   // 2. The held-out books in the checkpoint's tokens.
-  minimodel::Bpe bpe;
-  try {
-    bpe = minimodel::bpe_from_files(checkpoint.vocab_json, checkpoint.merges_txt,
-                                    checkpoint.special_tokens);
-  } catch (const std::invalid_argument& e) {
-    reject("--checkpoint " + o.checkpoint.string() + ": its tokenizer (vocab.json, merges.txt) " +
-           "does not load: " + e.what());
-  }
-  minimodel::BpeEncoder encoder(std::move(bpe));
+  minimodel::BpeEncoder encoder = workbench::checkpoint_encoder(checkpoint, o.checkpoint);
   std::vector<std::size_t> token_bytes(encoder.bpe().vocab.size());
   for (std::size_t id = 0; id < token_bytes.size(); ++id)
     token_bytes[id] = encoder.bpe().vocab[id].size();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "checkpoint/gpt_checkpoint.hpp"
+#include "generate/checkpoint_encoder.hpp"
 #include "generate/generate_options.hpp"
 #include "generate/utf8_stream.hpp"
 #include "minimodel/implementation.hpp"
@@ -69,15 +70,7 @@ int generate(const workbench::GenerateOptions& o) {
   if (sampling.top_k > config.vocab)
     reject("--top-k " + std::to_string(sampling.top_k) + " but the vocabulary has " +
            std::to_string(config.vocab) + " tokens: give at most that, or 0 for all");
-  minimodel::Bpe bpe;
-  try {
-    bpe = minimodel::bpe_from_files(checkpoint.vocab_json, checkpoint.merges_txt,
-                                    checkpoint.special_tokens);
-  } catch (const std::invalid_argument& e) {
-    reject("--checkpoint " + o.checkpoint.string() + ": its tokenizer (vocab.json, merges.txt) " +
-           "does not load: " + e.what());
-  }
-  minimodel::BpeEncoder encoder(std::move(bpe));
+  minimodel::BpeEncoder encoder = workbench::checkpoint_encoder(checkpoint, o.checkpoint);
   std::string prompt;
   for (const std::string& piece : o.prompt) prompt += (prompt.empty() ? "" : " ") + piece;
   const std::vector<minimodel::TokenId> ids = encoder.encode(prompt);
