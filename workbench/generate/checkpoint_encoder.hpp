@@ -20,9 +20,9 @@ inline minimodel::BpeEncoder checkpoint_encoder(const GptCheckpoint& checkpoint,
     bpe = minimodel::bpe_from_files(checkpoint.vocab_json, checkpoint.merges_txt,
                                     checkpoint.special_tokens);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("--checkpoint " + dir.string() +
-                                ": its tokenizer (vocab.json, merges.txt) does not load: " +
-                                e.what());
+    throw std::invalid_argument(
+        "--checkpoint " + dir.string() +
+        ": its tokenizer (vocab.json, merges.txt) does not load: " + e.what());
   }
   return minimodel::BpeEncoder(std::move(bpe));
 }
