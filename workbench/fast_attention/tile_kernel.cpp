@@ -10,13 +10,9 @@
 //     rounds differently); tile_rows.cpp applies it in the pass that exponentiates them.
 //   - Each product is one call of a small-GEMM kernel that libxsmm generates for its exact sizes
 //     (JIT, for the instruction set this CPU has) and that reads its operands in place: q, the
-//     packed panel, the scores and v all stay in the layout they are in.
-// libxsmm is column-major: a row-major (m, n) matrix is its (n, m) transpose, so the row-major
-// product C = A B is the column-major Cᵀ = Bᵀ Aᵀ, operands swapped (SmallGemm below).
+//     packed panel, the scores and v all stay in the layout they are in (SmallGemm,
+//     solutions/minimodel/simd/small_gemm.hpp, which lab 13's reference uses too).
 #include "fast_attention/tile_kernel.hpp"
-
-#include <cblas.h>
-#include <libxsmm.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,46 +25,6 @@ namespace minimodel::fast {
 namespace {
 
 constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
-
-// Row-major c (m, n) = a (m, k) b (k, n) (+ c if accumulate): libxsmm's column-major kernel for
-// cᵀ = bᵀ aᵀ, generated once per size and kept in its registry (a lookup afterwards). For a size
-// it does not generate it returns none, and OpenBLAS does the product, repacking as before; so
-// does Products::openblas. (Debian's libxsmm 1.17 returned a kernel for every size tried on this
-// Zen 4, up to 256 a side, and d_head 80: the fallback is for other builds and CPUs.)
-class SmallGemm {
- public:
-  SmallGemm(Products products, std::size_t m, std::size_t n, std::size_t k, std::size_t lda,
-            std::size_t ldb, std::size_t ldc, bool accumulate)
-      : m_(int(m)),
-        n_(int(n)),
-        k_(int(k)),
-        lda_(int(lda)),
-        ldb_(int(ldb)),
-        ldc_(int(ldc)),
-        beta_(accumulate ? 1.0f : 0.0f) {
-    const libxsmm_blasint ldb_x = ldb_, lda_x = lda_, ldc_x = ldc_;
-    const float alpha = 1.0f;
-    const int flags = LIBXSMM_GEMM_FLAG_NONE, prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
-    // Column-major (n, m) = (n, k) (k, m): bᵀ is libxsmm's first operand, aᵀ its second.
-    if (products == Products::openblas) return;
-    kernel_ =
-        libxsmm_smmdispatch(n_, m_, k_, &ldb_x, &lda_x, &ldc_x, &alpha, &beta_, &flags, &prefetch);
-  }
-
-  void operator()(const float* a, const float* b, float* c) const {
-    if (kernel_ != nullptr) {
-      kernel_(b, a, c);
-    } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m_, n_, k_, 1.0f, a, lda_, b, ldb_,
-                  beta_, c, ldc_);
-    }
-  }
-
- private:
-  int m_, n_, k_, lda_, ldb_, ldc_;
-  float beta_;
-  libxsmm_smmfunction kernel_ = nullptr;
-};
 
 // keys: k[k0 : k0 + bk]ᵀ for each key tile, panels of (d_head, bk) one after the other;
 // the last tile's panel keeps the row length bk, its columns past the last key unused.
@@ -132,8 +88,8 @@ void attend_panels(MatrixView q, KeyPanels keys_t, std::size_t S, MatrixView v,
   TileCounts counts;
 
   // The kernels of a whole tile, generated (or looked up) once per call; the edge tiles' below.
-  const SmallGemm full_scores(products, bq, bk, d_head, q.ld, keys_t.ld, bk, false);
-  const SmallGemm full_values(products, bq, d_v, bk, bk, v.ld, out.ld, true);
+  const SmallGemm full_scores(false, bq, bk, d_head, q.ld, keys_t.ld, bk, false, products);
+  const SmallGemm full_values(false, bq, d_v, bk, bk, v.ld, out.ld, true, products);
 
   for (std::size_t q0 = 0; q0 < T; q0 += bq) {
     const std::size_t nq = std::min(bq, T - q0);
@@ -163,7 +119,8 @@ void attend_panels(MatrixView q, KeyPanels keys_t, std::size_t S, MatrixView v,
       if (whole) {
         full_scores(queries, keys, scores);
       } else {
-        SmallGemm(products, nq, nk, d_head, q.ld, keys_t.ld, bk, false)(queries, keys, scores);
+        SmallGemm(false, nq, nk, d_head, q.ld, keys_t.ld, bk, false, products)(queries, keys,
+                                                                               scores);
       }
 
       // Only a tile that crosses the causal diagonal, or with a mask, has masks to apply.
@@ -219,7 +176,7 @@ void attend_panels(MatrixView q, KeyPanels keys_t, std::size_t S, MatrixView v,
       if (whole) {
         full_values(scores, values, out_block);
       } else {
-        SmallGemm(products, nq, d_v, nk, bk, v.ld, out.ld, true)(scores, values, out_block);
+        SmallGemm(false, nq, d_v, nk, bk, v.ld, out.ld, true, products)(scores, values, out_block);
       }
     }
 

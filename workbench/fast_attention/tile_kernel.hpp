@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "minimodel/attention/efficient_attention.hpp"
+#include "small_gemm.hpp"
 
 namespace minimodel::fast {
 
@@ -23,15 +24,11 @@ struct TileWorkspace {
   }
 };
 
-/// Who computes the two tile products: libxsmm's kernels (tile_kernel.cpp), or OpenBLAS, which
-/// repacks its operands on every call but sums in the plain reference's order. Lab 06's layer keeps
-/// OpenBLAS (fast_attention.cpp says why).
-enum class Products { small_gemm, openblas };
-
 /// softmax(q kᵀ / sqrt(d_head) + options' masks) v, as minimodel::tiled_attention, whose checks
 /// the caller has made (shapes, ld, mask and key_bias sizes, tiles). In causal mode, q's row i is
 /// query first_query + i and sees keys j <= first_query + i; k and v may stop after the last key
-/// any row sees. ws must have been fit to options.tiles.
+/// any row sees. ws must have been fit to options.tiles. With Products::openblas the tile products
+/// sum in the plain reference's order (lab 06's layer keeps it: fast_attention.cpp says why).
 /// q (T, d_head), k (S, d_head), v (S, d_v) -> out (T, d_v)
 void attend_tiles(MatrixView q, MatrixView k, MatrixView v, MutableMatrixView out,
                   const TiledOptions& options, std::size_t first_query, TileWorkspace& ws,

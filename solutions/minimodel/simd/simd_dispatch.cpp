@@ -12,6 +12,10 @@ auto dispatched_row_max = xsimd::dispatch<Archs>(RowMax{});
 auto dispatched_exponentiate_row = xsimd::dispatch<Archs>(ExponentiateRow{});
 auto dispatched_row_dot = xsimd::dispatch<Archs>(RowDot{});
 auto dispatched_row_sum = xsimd::dispatch<Archs>(RowSum{});
+auto dispatched_causal_softmax_row = xsimd::dispatch<Archs>(CausalSoftmaxRow{});
+auto dispatched_causal_softmax_backward_row = xsimd::dispatch<Archs>(CausalSoftmaxBackwardRow{});
+auto dispatched_gelu_row = xsimd::dispatch<Archs>(GeluRow{});
+auto dispatched_gelu_backward_row = xsimd::dispatch<Archs>(GeluBackwardRow{});
 
 }  // namespace
 
@@ -28,5 +32,20 @@ float exponentiate_row(const float* in, float* out, std::size_t n, float max) {
 float row_dot(const float* a, const float* b, std::size_t n) { return dispatched_row_dot(a, b, n); }
 
 float row_sum(const float* row, std::size_t n) { return dispatched_row_sum(row, n); }
+
+void causal_softmax_row(float* row, std::size_t visible, std::size_t width, float scale) {
+  dispatched_causal_softmax_row(row, visible, width, scale);
+}
+
+void causal_softmax_backward_row(const float* p, float* g, std::size_t visible, std::size_t width,
+                                 float scale) {
+  dispatched_causal_softmax_backward_row(p, g, visible, width, scale);
+}
+
+void gelu_row(const float* x, float* out, std::size_t n) { dispatched_gelu_row(x, out, n); }
+
+void gelu_backward_row(const float* h, const float* g, float* d, std::size_t n) {
+  dispatched_gelu_backward_row(h, g, d, n);
+}
 
 }  // namespace minimodel::simd
