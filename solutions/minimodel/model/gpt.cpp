@@ -132,13 +132,20 @@ void transpose(const Real* m, std::size_t rows, std::size_t cols, std::size_t ld
 // libxsmm's kernels, a block of kGemmRows rows a call; libxsmm 1.17 makes no kernel for op(b) =
 // bᵀ, so b (n, k) is transposed first, into a buffer kept for the next call. With
 // Products::openblas, or in double, by OpenBLAS on one thread per worker, in blocks of kBlasRows
-// (large enough for its copies of b to pay).
+// (large enough for its copies of b to pay). prepare(first, count), if given, runs on rows first …
+// first + count − 1 of c just before their block's product, while they are in cache: it can write
+// what the product adds to (accumulate).
 constexpr std::size_t kGemmRows = 64, kBlasRows = 512;
 
-template <class Real>
+struct NoPreparation {
+  void operator()(std::size_t, std::size_t) const {}
+};
+
+template <class Real, class Prepare = NoPreparation>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const Real* a,
           std::size_t lda, const Real* b, std::size_t ldb, bool accumulate, Real* c,
-          std::size_t ldc, Products products = Products::small_gemm) {
+          std::size_t ldc, Products products = Products::small_gemm,
+          const Prepare& prepare = Prepare{}) {
   const bool blas = products == Products::openblas || !std::is_same_v<Real, float>;
   if (trans_b && !blas) {
     static thread_local std::vector<Real> b_t;
@@ -156,6 +163,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
     for (std::size_t block = first; block < last; ++block) {
       const std::size_t r0 = block * block_rows, rows = std::min(block_rows, m - r0);
       const Real* a_rows = trans_a ? a + r0 : a + r0 * lda;
+      prepare(r0, rows);
       if (blas)
         blas_gemm(trans_a, trans_b, rows, n, k, a_rows, lda, b, ldb, accumulate, c + r0 * ldc, ldc);
       else
@@ -164,14 +172,26 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   });
 }
 
-// out (N, n) = x (N, k) @ w (k, n) + b (n).
+// out (N, n) = x (N, k) @ w (k, n) + b (n), plus residual (N, n) if given: each block of out's
+// rows starts as its bias (and residual) just before its product adds to it.
 template <class Real>
 void linear_forward(const Matrix<Real>& x, const Matrix<Real>& w, const Vector<Real>& b,
-                    Matrix<Real>& out) {
+                    Matrix<Real>& out, const Matrix<Real>* residual = nullptr) {
   const std::size_t rows = x.shape(0), k = w.shape(0), n = w.shape(1);
   ensure_shape(out, {rows, n});
-  for (std::size_t r = 0; r < rows; ++r) std::copy(b.begin(), b.end(), out.data() + r * n);
-  gemm(false, false, rows, n, k, x.data(), k, w.data(), n, true, out.data(), n);
+  const Real* bias = b.data();
+  gemm(false, false, rows, n, k, x.data(), k, w.data(), n, true, out.data(), n,
+       Products::small_gemm, [&](std::size_t first, std::size_t count) {
+         for (std::size_t r = first; r < first + count; ++r) {
+           Real* row = out.data() + r * n;
+           if (!residual) {
+             std::copy(bias, bias + n, row);
+             continue;
+           }
+           const Real* skip = residual->data() + r * n;
+           for (std::size_t j = 0; j < n; ++j) row[j] = bias[j] + skip[j];
+         }
+       });
 }
 
 // From d_out (N, n) of out = x w + b: dw = xᵀ d_out, db = Σ_rows d_out, and dx (+)= d_out wᵀ
@@ -240,14 +260,16 @@ void layer_norm_rows(const Matrix<Real>& x, const Vector<Real>& gain, const Vect
   });
 }
 
-// From d_y (N, d) of LayerNorm's output: d_gain = Σ d_y ⊙ x̂, d_bias = Σ d_y (written), and dx +=
-// inv_std ⊙ (d_x̂ − mean(d_x̂) − x̂ ⊙ mean(d_x̂ ⊙ x̂)), d_x̂ = d_y ⊙ gain (added: dx already holds
-// the residual path's gradient).
+// From d_y (N, d) of LayerNorm's output: d_gain = Σ d_y ⊙ x̂, d_bias = Σ d_y, and dx = residual +
+// inv_std ⊙ (d_x̂ − mean(d_x̂) − x̂ ⊙ mean(d_x̂ ⊙ x̂)), d_x̂ = d_y ⊙ gain, all written; residual
+// is the residual path's gradient (none: 0). d_y and dx may be one matrix: a row is read before
+// it is written.
 template <class Real>
 void layer_norm_rows_backward(const LayerNormRows<Real>& norm, const Vector<Real>& gain,
                               const Matrix<Real>& d_y, Vector<Real>& d_gain, Vector<Real>& d_bias,
-                              Matrix<Real>& dx) {
+                              const Matrix<Real>* residual, Matrix<Real>& dx) {
   const std::size_t rows = d_y.shape(0), d = d_y.shape(1);
+  ensure_shape(dx, {rows, d});
   ensure_shape(d_gain, {d});
   ensure_shape(d_bias, {d});
   std::fill(d_gain.begin(), d_gain.end(), Real(0));
@@ -269,7 +291,13 @@ void layer_norm_rows_backward(const LayerNormRows<Real>& norm, const Vector<Real
     const Real mean_dxhat_xhat = row_dot(dxhat, xhat, d) / Real(d);
     const Real inv_std = norm.inv_std(r);
     for (std::size_t j = 0; j < d; ++j)
-      out[j] += inv_std * (dxhat[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat);
+      dxhat[j] = inv_std * (dxhat[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat);
+    if (!residual) {
+      std::copy(dxhat, dxhat + d, out);
+      continue;
+    }
+    const Real* skip = residual->data() + r * d;
+    for (std::size_t j = 0; j < d; ++j) out[j] = skip[j] + dxhat[j];
   }
 }
 
@@ -556,8 +584,7 @@ const Matrix<Real>& gpt_block_forward(const GptLayer<Real>& layer, std::size_t n
   linear_forward(tape.ln_1.out, layer.attn.w_k, layer.attn.b_k, tape.k);
   linear_forward(tape.ln_1.out, layer.attn.w_v, layer.attn.b_v, tape.v);
   attention_forward_rows(tape, n_heads);
-  linear_forward(tape.merged, layer.attn.w_o, layer.attn.b_o, tape.mid);
-  for (std::size_t i = 0; i < tape.mid.size(); ++i) tape.mid.data()[i] += tape.x.data()[i];
+  linear_forward(tape.merged, layer.attn.w_o, layer.attn.b_o, tape.mid, &tape.x);  // + x
   // MLP: ln_2, the MLP, the residual
   layer_norm_rows(tape.mid, layer.ln_2_gain, layer.ln_2_bias, tape.ln_2);
   const Matrix<Real>& mlp_out = mlp_forward(layer.mlp, tape.ln_2.out, tape.mlp);
@@ -574,13 +601,10 @@ const Matrix<Real>& gpt_block_backward(const GptLayer<Real>& layer, std::size_t 
   if (!same_shape(d_out, tape.out) || tape.out.size() == 0)
     throw std::invalid_argument("gpt_block_backward: d_out is " + shape_of(d_out) +
                                 " but the forward's output was " + shape_of(tape.out));
-  const std::size_t rows = d_out.shape(0), d = d_out.shape(1);
   // out = mid + mlp(ln_2(mid)): d_mid = d_out + ln_2's backward of the MLP's dx
   const Matrix<Real>& d_ln_2 = mlp_backward(layer.mlp, tape.mlp, d_out, grads.mlp);
-  ensure_shape(tape.d_mid, {rows, d});
-  std::copy(d_out.begin(), d_out.end(), tape.d_mid.begin());
   layer_norm_rows_backward(tape.ln_2, layer.ln_2_gain, d_ln_2, grads.ln_2_gain, grads.ln_2_bias,
-                           tape.d_mid);
+                           &d_out, tape.d_mid);
   // mid = x + attn(ln_1(x))
   linear_backward(tape.merged, layer.attn.w_o, tape.d_mid, grads.attn.w_o, grads.attn.b_o,
                   &tape.d_merged, false);
@@ -591,10 +615,8 @@ const Matrix<Real>& gpt_block_backward(const GptLayer<Real>& layer, std::size_t 
                   &tape.d_ln, true);
   linear_backward(tape.ln_1.out, layer.attn.w_v, tape.d_v, grads.attn.w_v, grads.attn.b_v,
                   &tape.d_ln, true);
-  ensure_shape(tape.dx, {rows, d});
-  std::copy(tape.d_mid.begin(), tape.d_mid.end(), tape.dx.begin());
   layer_norm_rows_backward(tape.ln_1, layer.ln_1_gain, tape.d_ln, grads.ln_1_gain, grads.ln_1_bias,
-                           tape.dx);
+                           &tape.d_mid, tape.dx);
   return tape.dx;
 }
 
@@ -737,16 +759,12 @@ void gpt_backward(const GptParams<Real>& params, GptTape<Real>& tape,
   // where they lie, rows 8 KiB apart (14.7 ms a step against 12.1, as above).
   gemm(true, false, V, d, rows, d_logits.data(), V, tape.ln_f.out.data(), d, false,
        grads.wte.data(), d, Products::openblas);
-  Matrix<Real>& d_ln_f =
-      tape.d_x;  // reused: first d(ln_f.out), then the residual stream's gradient
+  Matrix<Real>& d_ln_f = tape.d_x;  // first d(ln_f.out), then in place the residual stream's
   ensure_shape(d_ln_f, {rows, d});
   gemm(false, false, rows, d, V, d_logits.data(), V, params.wte.data(), d, false, d_ln_f.data(), d);
-  Matrix<Real>& d_final = tape.layers.back().d_mid;  // scratch, before the last block uses it
-  ensure_shape(d_final, {rows, d});
-  std::fill(d_final.begin(), d_final.end(), Real(0));
+  const Matrix<Real>* no_residual = nullptr;  // the residual stream starts here
   layer_norm_rows_backward(tape.ln_f, params.ln_f_gain, d_ln_f, grads.ln_f_gain, grads.ln_f_bias,
-                           d_final);
-  std::copy(d_final.begin(), d_final.end(), tape.d_x.begin());
+                           no_residual, tape.d_x);
   const Matrix<Real>* dx = &tape.d_x;
   for (std::size_t l = params.layers.size(); l-- > 0;)
     dx = &gpt_block_backward(params.layers[l], params.config.n_heads, tape.layers[l], *dx,

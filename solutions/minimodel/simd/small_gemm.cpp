@@ -22,8 +22,8 @@ SmallGemm::SmallGemm(bool trans_a, std::size_t m, std::size_t n, std::size_t k, 
   const float alpha = 1.0f;
   const int flags = trans_a ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
   const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
-  kernel_ = libxsmm_smmdispatch(n_, m_, k_, &ldb_x, &lda_x, &ldc_x, &alpha, &beta_, &flags,
-                                &prefetch);
+  kernel_ =
+      libxsmm_smmdispatch(n_, m_, k_, &ldb_x, &lda_x, &ldc_x, &alpha, &beta_, &flags, &prefetch);
   avx_ = libxsmm_get_target_archid() >= LIBXSMM_X86_AVX;
 }
 
@@ -34,8 +34,8 @@ void SmallGemm::operator()(const float* a, const float* b, float* c) const {
     // SSE instruction compiled for any x86-64 (the rest of the code) waits on them.
     if (avx_) asm volatile("vzeroupper" ::: "memory");
   } else {
-    cblas_sgemm(CblasRowMajor, trans_a_ ? CblasTrans : CblasNoTrans, CblasNoTrans, m_, n_, k_,
-                1.0f, a, lda_, b, ldb_, beta_, c, ldc_);
+    cblas_sgemm(CblasRowMajor, trans_a_ ? CblasTrans : CblasNoTrans, CblasNoTrans, m_, n_, k_, 1.0f,
+                a, lda_, b, ldb_, beta_, c, ldc_);
   }
 }
 
