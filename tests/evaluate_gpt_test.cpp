@@ -23,6 +23,7 @@
 #include "generate/head_ablation.hpp"
 #include "minimodel/model/gpt.hpp"
 #include "minimodel/tokenizer/bpe.hpp"
+#include "support/gpt_checkpoint_command.hpp"
 #include "support/random_model.hpp"
 #include "support/temp_dir.hpp"
 #include "util/files.hpp"
@@ -87,10 +88,7 @@ TEST(HeadAblation, RefusesAHeadOrLayerOutOfRangeChangingNothing) {
 
 // ---- workbook evaluate on a small checkpoint ----
 
-struct Output {
-  int status;
-  std::string stdout_text, stderr_text;
-};
+using Output = minimodel::testing::CommandOutput;
 
 // The numbers of an output line "<label>loss X nats per token, Y bits per byte".
 struct Printed {
@@ -108,51 +106,18 @@ Printed printed(const std::string& text, const std::string& label) {
 // nats are added in double (relative 1e-15 at most on a few hundred terms), is all that may differ.
 constexpr double kPrinted = 5e-7 + 1e-12;
 
-class WorkbookEvaluate : public ::testing::Test {
+class WorkbookEvaluate : public minimodel::testing::GptCheckpointCommand {
  protected:
-  // A small untrained GPT (2 layers of 2 heads, context 16) with a tokenizer of 300 tokens trained
-  // on a few verses. Its w_o are scaled up 50 times so that each head moves the loss by far more
+  // Two layers, batch 4, and w_o scaled up 50 times so that each head moves the loss by far more
   // than the printed digits (at init's 0.02 scale a head's share is a few 1e-5 nats).
-  WorkbookEvaluate() {
-    const std::string text =
-        "In the beginning God created the heaven and the earth.\n"
-        "And the earth was without form, and void; and darkness was upon the face of the deep.\n"
-        "And God said, Let there be light: and there was light.\n";
-    const std::vector<std::string> specials = {"<|endoftext|>"};
-    bpe_ = minimodel::train_bpe(text, 300, specials);
-    checkpoint_.params = minimodel::init_gpt({bpe_.vocab.size(), 16, 8, 2, 2}, 9);
+  WorkbookEvaluate() : GptCheckpointCommand("evaluate_gpt_test", "workbook evaluate", 2, 4) {
     for (auto& layer : checkpoint_.params.layers) layer.attn.w_o *= 50.0f;
-    checkpoint_.vocab_json = minimodel::to_vocab_json(bpe_);
-    checkpoint_.merges_txt = minimodel::to_merges_txt(bpe_);
-    checkpoint_.special_tokens = specials;
-    checkpoint_.batch = 4;
-    checkpoint_.length = 16;
-    checkpoint_.train.schedule = {1e-3, 1e-4, 1, 10};
-    workbench::save_gpt_checkpoint(dir(), checkpoint_);
+    save_checkpoint();
   }
 
-  Output evaluate(const std::string& args, const std::string& program = "workbook evaluate") const {
-    const fs::path out = tmp_ / "stdout.txt", err = tmp_ / "stderr.txt";
-    const std::string command = std::string(MINIMODEL_BIN_DIR) + "/" + program + " " + args +
-                                " > " + out.string() + " 2> " + err.string();
-    const int raw = std::system(command.c_str());
-    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, workbench::read_file(out),
-            workbench::read_file(err)};
+  Output evaluate(const std::string& args, const std::string& program = "") const {
+    return run(args, program);
   }
-  // Exit status 2, nothing on stdout, one line on stderr that mentions `mention`.
-  void expect_rejected(const std::string& args, const std::string& mention,
-                       const std::string& program = "workbook evaluate") const {
-    const Output run = evaluate(args, program);
-    EXPECT_EQ(run.status, 2) << run.stderr_text;
-    EXPECT_EQ(run.stdout_text, "");
-    EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1)
-        << run.stderr_text;
-    EXPECT_NE(run.stderr_text.find(mention), std::string::npos) << run.stderr_text;
-  }
-  std::string with_checkpoint(const std::string& args) const {
-    return "--checkpoint " + dir().string() + " " + args;
-  }
-  fs::path dir() const { return tmp_ / "gpt"; }
 
   // The held-out books in the fixture's tokens, and each token's bytes; false without `bible`.
   bool held_out(std::vector<TokenId>& ids, std::vector<std::size_t>& token_bytes) const {
@@ -173,10 +138,6 @@ class WorkbookEvaluate : public ::testing::Test {
       files[entry.path().filename().string()] = workbench::read_file(entry.path());
     return files;
   }
-
-  minimodel::testing::TempDir tmp_{"evaluate_gpt_test"};
-  minimodel::Bpe bpe_;
-  workbench::GptCheckpoint checkpoint_;
 };
 
 TEST_F(WorkbookEvaluate, PrintsEvaluateOnTheHeldOutTokensAndTheAblatedModelBesideIt) {

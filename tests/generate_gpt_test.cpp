@@ -28,6 +28,7 @@
 #include "minimodel/model/gpt.hpp"
 #include "minimodel/todo.hpp"
 #include "minimodel/tokenizer/bpe.hpp"
+#include "support/gpt_checkpoint_command.hpp"
 #include "support/random_model.hpp"
 #include "support/temp_dir.hpp"
 #include "util/engine_main.hpp"
@@ -171,58 +172,17 @@ TEST(EngineMain, ABadCommandLineIsOneLineAndExitStatus2WithoutRunning) {
 
 // ---- workbook generate on a GPT checkpoint ----
 
-struct Output {
-  int status;
-  std::string stdout_text, stderr_text;
-};
+using Output = minimodel::testing::CommandOutput;
 
-class WorkbookGenerateGpt : public ::testing::Test {
+class WorkbookGenerateGpt : public minimodel::testing::GptCheckpointCommand {
  protected:
-  // A small untrained GPT with a tokenizer of 300 tokens trained on a few verses: context 16.
-  WorkbookGenerateGpt() {
-    const std::string text =
-        "In the beginning God created the heaven and the earth.\n"
-        "And the earth was without form, and void; and darkness was upon the face of the deep.\n"
-        "And God said, Let there be light: and there was light.\n";
-    const std::vector<std::string> specials = {"<|endoftext|>"};
-    bpe_ = minimodel::train_bpe(text, 300, specials);
-    checkpoint_.params = minimodel::init_gpt({bpe_.vocab.size(), 16, 8, 2, 1}, 9);
-    checkpoint_.vocab_json = minimodel::to_vocab_json(bpe_);
-    checkpoint_.merges_txt = minimodel::to_merges_txt(bpe_);
-    checkpoint_.special_tokens = specials;
-    checkpoint_.batch = 2;
-    checkpoint_.length = 16;
-    checkpoint_.train.schedule = {1e-3, 1e-4, 1, 10};
-    workbench::save_gpt_checkpoint(dir(), checkpoint_);
-  }
+  // One layer, batch 2.
+  WorkbookGenerateGpt() : GptCheckpointCommand("generate_gpt_test", "workbook generate", 1, 2) {}
 
   // `program`: the workbook command, or an engine run directly ("generate-gpt-reference").
-  Output generate(const std::string& args, const std::string& program = "workbook generate") const {
-    const fs::path out = tmp_ / "stdout.txt", err = tmp_ / "stderr.txt";
-    const std::string command = std::string(MINIMODEL_BIN_DIR) + "/" + program + " " + args +
-                                " > " + out.string() + " 2> " + err.string();
-    const int raw = std::system(command.c_str());
-    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, workbench::read_file(out),
-            workbench::read_file(err)};
+  Output generate(const std::string& args, const std::string& program = "") const {
+    return run(args, program);
   }
-  // Exit status 2, nothing on stdout, one line on stderr that mentions `mention`.
-  void expect_rejected(const std::string& args, const std::string& mention,
-                       const std::string& program = "workbook generate") const {
-    const Output run = generate(args, program);
-    EXPECT_EQ(run.status, 2) << run.stderr_text;
-    EXPECT_EQ(run.stdout_text, "");
-    EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 1)
-        << run.stderr_text;
-    EXPECT_NE(run.stderr_text.find(mention), std::string::npos) << run.stderr_text;
-  }
-  std::string with_checkpoint(const std::string& args) const {
-    return "--checkpoint " + dir().string() + " " + args;
-  }
-  fs::path dir() const { return tmp_ / "gpt"; }
-
-  minimodel::testing::TempDir tmp_{"generate_gpt_test"};
-  minimodel::Bpe bpe_;
-  workbench::GptCheckpoint checkpoint_;
 };
 
 TEST_F(WorkbookGenerateGpt, PrintsThePromptAndWhatGenerateSamplesWithThatSeed) {
