@@ -1,7 +1,10 @@
 // Tests of lab 13's checkpoints (workbench/checkpoint/gpt_checkpoint) and training driver
 // (workbench/train), on the reference: a run stopped, saved, loaded and continued is the run never
 // stopped, to the last bit of every parameter and AdamW moment; a round trip keeps everything; a
-// broken or mismatched checkpoint gets one message naming its file.
+// broken or mismatched checkpoint gets one message naming its file; and steps on two threads are
+// the steps on one, to the last bit.
+#include <cblas.h>  // OpenBLAS's own: openblas_set_num_threads
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -314,6 +318,37 @@ TEST_F(GptCheckpointTest, NamesALab10CheckpointAMissingFolderAndMalformedJson) {
   workbench::write_file_atomically(tmp_.path() / "bad" / "config.json", "{\"format\": ");
   EXPECT_TRUE(throws_naming([&] { load_gpt_checkpoint(tmp_.path() / "bad"); },
                             {"config.json", "not valid JSON"}));
+}
+
+// ---- Threads ----
+
+// Three training steps of a model large enough that the reference splits its products, row loops
+// and attention over two workers (worker_count in gpt.cpp): d_model 64 in 4 heads, 2 layers,
+// batches of 8 × 32 tokens; its final parameters on `threads` threads.
+minimodel::GptParams<float> three_steps(int threads) {
+  const int saved = openblas_get_num_threads();
+  openblas_set_num_threads(threads);
+  minimodel::GptParams<float> params = minimodel::init_gpt({97, 32, 64, 4, 2}, 5);
+  minimodel::GptParams<float> grads;
+  minimodel::AdamW adamw(minimodel::parameter_tensors(std::as_const(params)));
+  minimodel::GptTape<float> tape;
+  std::mt19937_64 rng(6);
+  std::vector<TokenId> stream(2000);
+  for (TokenId& token : stream) token = TokenId(rng() % 97);
+  for (int step = 0; step < 3; ++step)
+    minimodel::train_step(params, grads, adamw, tape, minimodel::random_batch(stream, 8, 32, rng),
+                          {{1e-2, 1e-3, 1, 3}, 1.0f});
+  openblas_set_num_threads(saved);
+  return params;
+}
+
+TEST(GptThreads, StepsOnTwoThreadsAreBitIdenticalToStepsOnOne) {
+  const minimodel::GptParams<float> one = three_steps(1), two = three_steps(2);
+  const auto a = minimodel::parameter_tensors(one), b = minimodel::parameter_tensors(two);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(std::memcmp(a[i].data, b[i].data, a[i].size() * sizeof(float)), 0)
+        << a[i].name << ": the bits differ";
 }
 
 }  // namespace

@@ -127,15 +127,16 @@ void transpose(const Real* m, std::size_t rows, std::size_t cols, std::size_t ld
     for (std::size_t j = 0; j < cols; ++j) out[j * rows + i] = m[i * ld + j];
 }
 
-// A whole layer's product c (m, n) = op(a) (m, k) op(b) (k, n) (+ c), as blas_gemm, in blocks of
-// rows of c spread over the workers (the same blocks whatever their number, so the same sums). By
-// libxsmm's kernels, a block of kGemmRows rows a call; libxsmm 1.17 makes no kernel for op(b) =
-// bᵀ, so b (n, k) is transposed first, into a buffer kept for the next call. With
-// Products::openblas, or in double, by OpenBLAS on one thread per worker, in blocks of kBlasRows
-// (large enough for its copies of b to pay). prepare(first, count), if given, runs on rows first …
-// first + count − 1 of c just before their block's product, while they are in cache: it can write
-// what the product adds to (accumulate).
-constexpr std::size_t kGemmRows = 64, kBlasRows = 512;
+// A whole layer's product c (m, n) = op(a) (m, k) op(b) (k, n) (+ c), as blas_gemm, the rows of c
+// split evenly over the workers. By libxsmm's kernels, a call per block of at most kGemmRows rows;
+// libxsmm 1.17 makes no kernel for op(b) = bᵀ, so b (n, k) is transposed first, into a buffer kept
+// for the next call. With Products::openblas, or in double, by OpenBLAS on one thread in each
+// worker, one call per worker. Either computes each element of c by the same chain of multiply-adds
+// over k whatever the rows around it, so the results do not depend on the number of workers
+// (tests/gpt_checkpoint_test.cpp). prepare(first, count), if given, runs on rows first … first +
+// count − 1 of c just before their block's product, while they are in cache: it can write what
+// the product adds to (accumulate).
+constexpr std::size_t kGemmRows = 256;
 
 struct NoPreparation {
   void operator()(std::size_t, std::size_t) const {}
@@ -155,9 +156,9 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
     ldb = n;
     trans_b = false;
   }
-  const std::size_t block_rows = blas ? kBlasRows : kGemmRows;
+  const std::size_t workers = worker_count(m, 2 * n * k), per_worker = (m + workers - 1) / workers;
+  const std::size_t block_rows = blas ? per_worker : std::min(kGemmRows, per_worker);
   const std::size_t blocks = (m + block_rows - 1) / block_rows;
-  const std::size_t workers = worker_count(blocks, 2 * block_rows * n * k);
   const OpenBlasThreads one_each(1);  // read by worker_count: set after it
   run_on_workers(workers, blocks, [&](std::size_t first, std::size_t last, std::size_t) {
     for (std::size_t block = first; block < last; ++block) {
