@@ -72,11 +72,11 @@ bool same_shape(const xt::xtensor<T, R>& a, const xt::xtensor<T, R>& b) {
 
 // How many workers parallel_for uses for n items of `work` each (about the floating-point
 // operations of one): as many as OpenBLAS has threads (OPENBLAS_NUM_THREADS), so that the row loops
-// and the attention use the cores the matrix products use, but no more than give each 2^16 of work
-// (a thread costs tens of µs to start: the tests' tiny models stay on one).
-std::size_t worker_count(std::size_t n, std::size_t work) {
+// and the attention use the cores the matrix products use, but no more than give each
+// `least` of work (a thread costs tens of µs to start: the tests' tiny models stay on one).
+std::size_t worker_count(std::size_t n, std::size_t work, std::size_t least = 1 << 16) {
   const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
-  return std::max<std::size_t>(1, std::min({threads, n, n * work / (std::size_t(1) << 16)}));
+  return std::max<std::size_t>(1, std::min({threads, n, n * work / least}));
 }
 
 // body(begin, end, worker) on contiguous chunks of [0, n), one per worker, the calling thread being
@@ -156,7 +156,9 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
     ldb = n;
     trans_b = false;
   }
-  const std::size_t workers = worker_count(m, 2 * n * k), per_worker = (m + workers - 1) / workers;
+  // a kernel does 2^22 flops in about the 40 µs a thread takes to start
+  const std::size_t workers = worker_count(m, 2 * n * k, 1 << 22);
+  const std::size_t per_worker = (m + workers - 1) / workers;
   const std::size_t block_rows = blas ? per_worker : std::min(kGemmRows, per_worker);
   const std::size_t blocks = (m + block_rows - 1) / block_rows;
   const OpenBlasThreads one_each(1);  // read by worker_count: set after it
