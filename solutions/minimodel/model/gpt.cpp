@@ -136,7 +136,8 @@ void transpose(const Real* m, std::size_t rows, std::size_t cols, std::size_t ld
 }
 
 // A whole layer's product c (m, n) = op(a) (m, k) op(b) (k, n) (+ c), as blas_gemm, the rows of c
-// split evenly over the workers. By libxsmm's kernels, a call per block of at most kGemmRows rows;
+// split evenly over the workers. By libxsmm's kernels, a call per block of at most kGemmRows rows
+// and kGemmColumns columns (the unembedding's 2048 columns of wteᵀ do not stay in L2 at once);
 // libxsmm 1.17 makes no kernel for op(b) = bᵀ, so b (n, k) is transposed first, into a buffer kept
 // for the next call. With Products::openblas, or in double, by OpenBLAS on one thread in each
 // worker, one call per worker. Either computes each element of c by the same chain of multiply-adds
@@ -144,7 +145,7 @@ void transpose(const Real* m, std::size_t rows, std::size_t cols, std::size_t ld
 // (tests/gpt_checkpoint_test.cpp). prepare(first, count), if given, runs on rows first … first +
 // count − 1 of c just before their block's product, while they are in cache: it can write what
 // the product adds to (accumulate).
-constexpr std::size_t kGemmRows = 256;
+constexpr std::size_t kGemmRows = 256, kGemmColumns = 512;
 
 struct NoPreparation {
   void operator()(std::size_t, std::size_t) const {}
@@ -178,7 +179,9 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
       if (blas)
         blas_gemm(trans_a, trans_b, rows, n, k, a_rows, lda, b, ldb, accumulate, c + r0 * ldc, ldc);
       else
-        product(trans_a, rows, n, k, a_rows, lda, b, ldb, accumulate, c + r0 * ldc, ldc);
+        for (std::size_t c0 = 0; c0 < n; c0 += kGemmColumns)
+          product(trans_a, rows, std::min(kGemmColumns, n - c0), k, a_rows, lda, b + c0, ldb,
+                  accumulate, c + r0 * ldc + c0, ldc);
     }
   });
 }
@@ -695,13 +698,11 @@ const xt::xtensor<Real, 3>& gpt_forward(const GptParams<Real>& params, const Bat
   const Matrix<Real>* input = &x;
   for (std::size_t l = 0; l < c.n_layers; ++l)
     input = &gpt_block_forward(params.layers[l], c.n_heads, B, *input, tape.layers[l]);
-  // ln_f, then the tied unembedding: logits (N, V) = ln_f.out (N, d) wteᵀ, by OpenBLAS: its
-  // copies of wte pay for themselves here (12.6 ms a step against libxsmm's 13.2 with wte
-  // transposed, lab 13's model on a Zen 4)
+  // ln_f, then the tied unembedding: logits (N, V) = ln_f.out (N, d) wteᵀ
   layer_norm_rows(*input, params.ln_f_gain, params.ln_f_bias, tape.ln_f);
   ensure_shape(tape.logits, {B, T, V});
   gemm(false, true, B * T, V, d, tape.ln_f.out.data(), d, params.wte.data(), d, false,
-       tape.logits.data(), V, Products::openblas);
+       tape.logits.data(), V);
   return tape.logits;
 }
 
@@ -767,7 +768,7 @@ void gpt_backward(const GptParams<Real>& params, GptTape<Real>& tape,
   ensure_shape(grads.wpe, {params.wpe.shape(0), d});
   // logits = ln_f.out wteᵀ: d_wte = d_logitsᵀ ln_f.out (V, d), d_ln_f = d_logits wte (N, d).
   // d_wte by OpenBLAS, which copies d_logits' columns together first: libxsmm's kernels read them
-  // where they lie, rows 8 KiB apart (14.7 ms a step against 12.1, as above).
+  // where they lie, rows 8 KiB apart (14.7 ms a step against 12.1, lab 13's model on a Zen 4).
   gemm(true, false, V, d, rows, d_logits.data(), V, tape.ln_f.out.data(), d, false,
        grads.wte.data(), d, Products::openblas);
   Matrix<Real>& d_ln_f = tape.d_x;  // first d(ln_f.out), then in place the residual stream's
