@@ -73,8 +73,9 @@ bool same_shape(const xt::xtensor<T, R>& a, const xt::xtensor<T, R>& b) {
 // How many workers parallel_for uses for n items of `work` each (about the floating-point
 // operations of one): as many as OpenBLAS has threads (OPENBLAS_NUM_THREADS), so that the row loops
 // and the attention use the cores the matrix products use, but no more than give each
-// `least` of work (a thread costs tens of µs to start: the tests' tiny models stay on one).
-std::size_t worker_count(std::size_t n, std::size_t work, std::size_t least = 1 << 16) {
+// `least` of work (a thread costs tens of µs to start, about 2^18 operations of a row loop: the
+// tests' tiny models, and the forward of a few tokens, stay on one).
+std::size_t worker_count(std::size_t n, std::size_t work, std::size_t least = 1 << 18) {
   const std::size_t threads = std::size_t(std::max(1, openblas_get_num_threads()));
   return std::max<std::size_t>(1, std::min({threads, n, n * work / least}));
 }
