@@ -322,21 +322,21 @@ TEST_F(GptCheckpointTest, NamesALab10CheckpointAMissingFolderAndMalformedJson) {
 
 // ---- Threads ----
 
-// Three training steps of a model large enough that the reference splits its products, row loops
-// and attention over two workers (worker_count in gpt.cpp): d_model 64 in 4 heads, 2 layers,
-// batches of 8 × 32 tokens; its final parameters on `threads` threads.
+// Three training steps of a model large enough that the reference splits its products, row loops,
+// attention and loss over two workers (worker_count in gpt.cpp): V 512, d_model 128 in 4 heads,
+// 2 layers, batches of 16 × 32 tokens; its final parameters on `threads` threads.
 minimodel::GptParams<float> three_steps(int threads) {
   const int saved = openblas_get_num_threads();
   openblas_set_num_threads(threads);
-  minimodel::GptParams<float> params = minimodel::init_gpt({97, 32, 64, 4, 2}, 5);
+  minimodel::GptParams<float> params = minimodel::init_gpt({512, 32, 128, 4, 2}, 5);
   minimodel::GptParams<float> grads;
   minimodel::AdamW adamw(minimodel::parameter_tensors(std::as_const(params)));
   minimodel::GptTape<float> tape;
   std::mt19937_64 rng(6);
   std::vector<TokenId> stream(2000);
-  for (TokenId& token : stream) token = TokenId(rng() % 97);
+  for (TokenId& token : stream) token = TokenId(rng() % 512);
   for (int step = 0; step < 3; ++step)
-    minimodel::train_step(params, grads, adamw, tape, minimodel::random_batch(stream, 8, 32, rng),
+    minimodel::train_step(params, grads, adamw, tape, minimodel::random_batch(stream, 16, 32, rng),
                           {{1e-2, 1e-3, 1, 3}, 1.0f});
   openblas_set_num_threads(saved);
   return params;
