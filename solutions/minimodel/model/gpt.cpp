@@ -1,8 +1,8 @@
 // Lab 13, Block A: GELU, the MLP, the pre-LN block, the GPT and its loss. Reference solution.
 // Every linear layer is one matrix product over all B·T rows (libxsmm's kernels on blocks of rows,
-// small_gemm.hpp; OpenBLAS in double), forward and both backward products; LayerNorm, GELU and
-// softmax are row loops that write into the tape, so a tape kept across steps of one (B, T) is
-// never reallocated. Attention runs per (sequence, head) in tiles of query rows, each tile
+// small_gemm.hpp; OpenBLAS for d_wte and in double), forward and both backward products; LayerNorm,
+// GELU and softmax are row loops that write into the tape, so a tape kept across steps of one (B,
+// T) is never reallocated. Attention runs per (sequence, head) in tiles of query rows, each tile
 // multiplying only the keys it can see: the masked half is skipped but for the diagonal tiles.
 #include "minimodel/model/gpt.hpp"
 
@@ -122,9 +122,8 @@ class OpenBlasThreads {
 };
 
 // out (cols, rows) = the (rows, cols) block at m with row stride ld, transposed. In float by
-// libxsmm's transposition (column-major: m is its (cols, rows)), in tiles of SIMD registers: a
-// plain loop, writing rows 128 floats apart, took 3 ms of a one-thread step on the heads' keys and
-// values.
+// libxsmm's transposition (column-major: m is its (cols, rows)): a plain loop, writing rows 128
+// floats apart, took 3 ms of a one-thread step on the heads' keys and values.
 template <class Real>
 void transpose(const Real* m, std::size_t rows, std::size_t cols, std::size_t ld, Real* out) {
   if constexpr (std::is_same_v<Real, float>) {
