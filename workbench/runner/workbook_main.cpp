@@ -43,6 +43,13 @@ std::optional<std::filesystem::path> built_engine(const workbook::Context& ctx,
 }
 
 // A crash of the learner's engine is their code's (4); of the reference's, the tools' (3).
+// --impl of a verb that runs a lab's code: the reference solutions/ or the learner's src/.
+void add_impl_option(CLI::App& command, std::string& impl, const std::string& help) {
+  command.add_option("--impl", impl, help)
+      ->check(CLI::IsMember({"reference", "learner"}))
+      ->capture_default_str();
+}
+
 int crash_status(const std::string& impl) {
   return impl == "learner" ? workbook::kCrashed : kEnvironment;
 }
@@ -145,11 +152,8 @@ int main(int argc, char** argv) {
       "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not "
       "compile; 2 bad input, in which case nothing is written; 3 the reference crashed; 4 the "
       "learner implementation crashed or a sanitizer stopped it.");
-  attend_cmd
-      ->add_option("--impl", impl,
-                   "Which implementation runs: the reference solutions/ or your src/")
-      ->check(CLI::IsMember({"reference", "learner"}))
-      ->capture_default_str();
+  add_impl_option(*attend_cmd, impl,
+                  "Which implementation runs: the reference solutions/ or your src/");
   workbench::add_attend_options(*attend_cmd, options);
 
   std::string generate_impl = "reference";
@@ -169,12 +173,10 @@ int main(int argc, char** argv) {
       "missing or invalid checkpoint, a token outside the vocabulary, a prompt that fills "
       "max_len); 3 the reference crashed; 4 the learner implementation crashed or a sanitizer "
       "stopped it.");
-  generate_cmd
-      ->add_option("--impl", generate_impl,
-                   "Which implementation runs, the reference solutions/ or your src/: labs 04 and "
-                   "08 for lab 10's checkpoints, labs 12 and 13 for lab 13's")
-      ->check(CLI::IsMember({"reference", "learner"}))
-      ->capture_default_str();
+  add_impl_option(
+      *generate_cmd, generate_impl,
+      "Which implementation runs, the reference solutions/ or your src/: labs 04 and 08 "
+      "for lab 10's checkpoints, labs 12 and 13 for lab 13's");
   workbench::add_generate_options(*generate_cmd, generate_options);
 
   std::string evaluate_impl = "reference";
@@ -192,12 +194,9 @@ int main(int argc, char** argv) {
       "compile; 2 bad input (a missing or invalid checkpoint, lab 10's checkpoint, a head or "
       "layer out of range); 3 the reference crashed; 4 the learner implementation crashed or a "
       "sanitizer stopped it.");
-  evaluate_cmd
-      ->add_option("--impl", evaluate_impl,
-                   "Which implementation of labs 12 and 13 runs: the reference solutions/ or your "
-                   "src/")
-      ->check(CLI::IsMember({"reference", "learner"}))
-      ->capture_default_str();
+  add_impl_option(
+      *evaluate_cmd, evaluate_impl,
+      "Which implementation of labs 12 and 13 runs: the reference solutions/ or your src/");
   workbench::add_evaluate_options(*evaluate_cmd, evaluate_options);
 
   std::string tokenize_impl = "reference";
@@ -211,11 +210,8 @@ int main(int argc, char** argv) {
       "code.\n"
       "Exit status: 0 done; 1 the learner implementation reached a TODO stub or does not compile; "
       "2 bad input; 3 the reference crashed; 4 the learner implementation crashed.");
-  tokenize_cmd
-      ->add_option("--impl", tokenize_impl,
-                   "Which implementation of lab 12 runs: the reference solutions/ or your src/")
-      ->check(CLI::IsMember({"reference", "learner"}))
-      ->capture_default_str();
+  add_impl_option(*tokenize_cmd, tokenize_impl,
+                  "Which implementation of lab 12 runs: the reference solutions/ or your src/");
   const workbench::TokenizeCommands tokenize_commands =
       workbench::add_tokenize_commands(*tokenize_cmd, tokenize_options);
   for (CLI::App* sub :
@@ -248,11 +244,8 @@ int main(int argc, char** argv) {
       "Run lab NN's verify program; it prints its checks and where each artifact was written.");
   verify_cmd->add_option("NN", lab, "Lab number")->required();
   std::string verify_impl = "learner";
-  verify_cmd
-      ->add_option("--impl", verify_impl,
-                   "Whose code runs: yours (src/) or the reference (solutions/)")
-      ->check(CLI::IsMember({"learner", "reference"}))
-      ->capture_default_str();
+  add_impl_option(*verify_cmd, verify_impl,
+                  "Whose code runs: yours (src/) or the reference (solutions/)");
 
   CLI::App* diff_cmd = app.add_subcommand(
       "diff",
