@@ -1,6 +1,6 @@
 // Lab 13, Block A: GELU, the MLP, the pre-LN block, the GPT and its loss. Reference solution.
-// Every linear layer is one matrix product over all B·T rows (libxsmm's kernels on blocks of rows,
-// small_gemm.hpp; OpenBLAS for d_wte and in double), forward and both backward products; LayerNorm,
+// Every linear layer is one matrix product over all B·T rows forward, and two backward taken block
+// of rows by block of rows (libxsmm's kernels, small_gemm.hpp; OpenBLAS in double); LayerNorm,
 // GELU and softmax are row loops that write into the tape, so a tape kept across steps of one (B,
 // T) is never reallocated. Attention runs per (sequence, head) in tiles of query rows, each tile
 // multiplying only the keys it can see: the masked half is skipped but for the diagonal tiles.
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <initializer_list>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -135,16 +136,16 @@ void transpose(const Real* m, std::size_t rows, std::size_t cols, std::size_t ld
   }
 }
 
-// A whole layer's product c (m, n) = op(a) (m, k) op(b) (k, n) (+ c), as blas_gemm, the rows of c
-// split evenly over the workers. By libxsmm's kernels, a call per block of at most kGemmRows rows
-// and kGemmColumns columns (the unembedding's 2048 columns of wteᵀ do not stay in L2 at once);
-// libxsmm 1.17 makes no kernel for op(b) = bᵀ, so b (n, k) is transposed first, into a buffer kept
-// for the next call. With Products::openblas, or in double, by OpenBLAS on one thread in each
-// worker, one call per worker. Either computes each element of c by the same chain of multiply-adds
-// over k whatever the rows around it, so the results do not depend on the number of workers
+// A whole layer's product c (m, n) = a (m, k) op(b) (k, n) (+ c), op(b) = bᵀ if trans_b (b stored
+// (n, k)), as blas_gemm, the rows of c split evenly over the workers. In float by libxsmm's
+// kernels, a call per block of at most kGemmRows rows and kGemmColumns columns (the unembedding's
+// 2048 columns of wteᵀ do not stay in L2 at once); libxsmm 1.17 makes no kernel for op(b) = bᵀ,
+// so b is transposed first, into a buffer kept for the next call. In double by OpenBLAS on one
+// thread in each worker. Either computes each element of c by the same chain of multiply-adds over
+// k whatever the rows around it, so the results do not depend on the number of workers
 // (tests/gpt_checkpoint_test.cpp). prepare(first, count), if given, runs on rows first … first +
-// count − 1 of c just before their block's product, while they are in cache: it can write what
-// the product adds to (accumulate).
+// count − 1 of c just before their block's product, while they are in cache: it can write what the
+// product adds to (accumulate).
 constexpr std::size_t kGemmRows = 256, kGemmColumns = 512;
 
 struct NoPreparation {
@@ -152,11 +153,10 @@ struct NoPreparation {
 };
 
 template <class Real, class Prepare = NoPreparation>
-void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const Real* a,
-          std::size_t lda, const Real* b, std::size_t ldb, bool accumulate, Real* c,
-          std::size_t ldc, Products products = Products::small_gemm,
+void gemm(bool trans_b, std::size_t m, std::size_t n, std::size_t k, const Real* a, std::size_t lda,
+          const Real* b, std::size_t ldb, bool accumulate, Real* c, std::size_t ldc,
           const Prepare& prepare = Prepare{}) {
-  const bool blas = products == Products::openblas || !std::is_same_v<Real, float>;
+  constexpr bool blas = !std::is_same_v<Real, float>;
   if (trans_b && !blas) {
     static thread_local std::vector<Real> b_t;
     b_t.resize(k * n);
@@ -174,14 +174,43 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   run_on_workers(workers, blocks, [&](std::size_t first, std::size_t last, std::size_t) {
     for (std::size_t block = first; block < last; ++block) {
       const std::size_t r0 = block * block_rows, rows = std::min(block_rows, m - r0);
-      const Real* a_rows = trans_a ? a + r0 : a + r0 * lda;
       prepare(r0, rows);
       if (blas)
-        blas_gemm(trans_a, trans_b, rows, n, k, a_rows, lda, b, ldb, accumulate, c + r0 * ldc, ldc);
+        blas_gemm(false, trans_b, rows, n, k, a + r0 * lda, lda, b, ldb, accumulate, c + r0 * ldc,
+                  ldc);
       else
         for (std::size_t c0 = 0; c0 < n; c0 += kGemmColumns)
-          product(trans_a, rows, std::min(kGemmColumns, n - c0), k, a_rows, lda, b + c0, ldb,
+          product(false, rows, std::min(kGemmColumns, n - c0), k, a + r0 * lda, lda, b + c0, ldb,
                   accumulate, c + r0 * ldc + c0, ldc);
+    }
+  });
+}
+
+// A layer's backward has two products that read the same rows of d_out (N, n): dx = d_out wᵀ row
+// by row, and dw = Σ over the rows of x_rowᵀ d_out_row. Two whole-layer products read d_out from
+// memory twice; here each block of kBackwardRows rows gets both while it is in cache (5 to 9 % of
+// the products' time in lab 13's step on a Zen 4). row_product(r0, count) computes the block's rows
+// of the first; sum_product(r0, count, first, m) adds the block's part to rows first … first + m −
+// 1 of the second (of sum_rows, at most kGemmRows a call). Each worker takes its share of the
+// blocks' rows and of the sum's rows from every block, in order: each element is the same chain of
+// multiply-adds whatever the number of workers. work is the flops of a row.
+constexpr std::size_t kBackwardRows = 128;
+
+template <class RowProduct, class SumProduct>
+void backward_products(std::size_t rows, std::size_t sum_rows, std::size_t work,
+                       const RowProduct& row_product, const SumProduct& sum_product) {
+  const std::size_t workers = worker_count(rows, 2 * work, 1 << 22);
+  const std::size_t blocks = (rows + kBackwardRows - 1) / kBackwardRows;
+  const OpenBlasThreads one_each(1);  // in double; read by worker_count: set after it
+  run_on_workers(workers, workers, [&](std::size_t worker, std::size_t, std::size_t) {
+    const std::size_t first_block = worker * blocks / workers,
+                      last_block = (worker + 1) * blocks / workers;
+    const std::size_t first = worker * sum_rows / workers, last = (worker + 1) * sum_rows / workers;
+    for (std::size_t block = 0; block < blocks; ++block) {
+      const std::size_t r0 = block * kBackwardRows, count = std::min(kBackwardRows, rows - r0);
+      if (block >= first_block && block < last_block) row_product(r0, count);
+      for (std::size_t s0 = first; s0 < last; s0 += kGemmRows)
+        sum_product(r0, count, s0, std::min(kGemmRows, last - s0));
     }
   });
 }
@@ -194,8 +223,8 @@ void linear_forward(const Matrix<Real>& x, const Matrix<Real>& w, const Vector<R
   const std::size_t rows = x.shape(0), k = w.shape(0), n = w.shape(1);
   ensure_shape(out, {rows, n});
   const Real* bias = b.data();
-  gemm(false, false, rows, n, k, x.data(), k, w.data(), n, true, out.data(), n,
-       Products::small_gemm, [&](std::size_t first, std::size_t count) {
+  gemm(false, rows, n, k, x.data(), k, w.data(), n, true, out.data(), n,
+       [&](std::size_t first, std::size_t count) {
          for (std::size_t r = first; r < first + count; ++r) {
            Real* row = out.data() + r * n;
            if (!residual) {
@@ -208,25 +237,62 @@ void linear_forward(const Matrix<Real>& x, const Matrix<Real>& w, const Vector<R
        });
 }
 
-// From d_out (N, n) of out = x w + b: dw = xᵀ d_out, db = Σ_rows d_out, and dx (+)= d_out wᵀ
-// (added to dx if accumulate, else written).
+// One linear layer out = x w + b in a backward: its weight, the gradient of its output (N, n), and
+// where its weights' gradients go.
 template <class Real>
-void linear_backward(const Matrix<Real>& x, const Matrix<Real>& w, const Matrix<Real>& d_out,
-                     Matrix<Real>& dw, Vector<Real>& db, Matrix<Real>* dx, bool accumulate) {
-  const std::size_t rows = x.shape(0), k = w.shape(0), n = w.shape(1);
-  ensure_shape(dw, {k, n});
-  ensure_shape(db, {n});
-  gemm(true, false, k, n, rows, x.data(), k, d_out.data(), n, false, dw.data(), n);
-  std::fill(db.begin(), db.end(), Real(0));
-  Real* sum = db.data();
-  for (std::size_t r = 0; r < rows; ++r) {
-    const Real* row = d_out.data() + r * n;
-    for (std::size_t j = 0; j < n; ++j) sum[j] += row[j];
+struct LinearGrads {
+  const Matrix<Real>& w;
+  const Matrix<Real>& d_out;
+  Matrix<Real>& dw;
+  Vector<Real>& db;
+};
+
+// The backward of linear layers on one input x (N, k) (q, k and v share ln_1's output): for each,
+// dw = xᵀ d_out and db = Σ_rows d_out; dx (written) = Σ over them of d_out wᵀ. All from each block
+// of rows in turn, x's block read once for all of them.
+template <class Real>
+void linear_backward(const Matrix<Real>& x, std::initializer_list<LinearGrads<Real>> layers,
+                     Matrix<Real>& dx) {
+  const std::size_t rows = x.shape(0), k = x.shape(1);
+  ensure_shape(dx, {rows, k});
+  std::size_t work = 0;                       // flops of a row, each product
+  static thread_local std::vector<Real> w_t;  // each layer's wᵀ (n, k), one after the other
+  w_t.resize(0);
+  for (const LinearGrads<Real>& layer : layers) {
+    const std::size_t n = layer.w.shape(1);
+    ensure_shape(layer.dw, {k, n});
+    ensure_shape(layer.db, {n});
+    w_t.resize(w_t.size() + n * k);
+    transpose(layer.w.data(), k, n, n, w_t.data() + w_t.size() - n * k);
+    work += 2 * n * k;
   }
-  if (dx) {
-    if (!accumulate) ensure_shape(*dx, {rows, k});
-    gemm(false, true, rows, k, n, d_out.data(), n, w.data(), n, accumulate, dx->data(), k);
-  }
+  const Real* all_w_t = w_t.data();  // the workers' threads see their own w_t
+  backward_products(
+      rows, k, work,
+      [&](std::size_t r0, std::size_t count) {
+        const Real* layer_w_t = all_w_t;
+        bool accumulate = false;
+        for (const LinearGrads<Real>& layer : layers) {
+          const std::size_t n = layer.w.shape(1);
+          product(false, count, k, n, layer.d_out.data() + r0 * n, n, layer_w_t, k, accumulate,
+                  dx.data() + r0 * k, k);
+          layer_w_t += n * k;
+          accumulate = true;
+        }
+      },
+      [&](std::size_t r0, std::size_t count, std::size_t first, std::size_t m) {
+        for (const LinearGrads<Real>& layer : layers) {
+          const std::size_t n = layer.w.shape(1);
+          const Real* d_out = layer.d_out.data() + r0 * n;
+          product(true, m, n, count, x.data() + r0 * k + first, k, d_out, n, r0 > 0,
+                  layer.dw.data() + first * n, n);
+          if (first != 0) continue;  // the worker with dw's first rows sums db too
+          Real* sum = layer.db.data();
+          if (r0 == 0) std::fill(sum, sum + n, Real(0));
+          for (std::size_t r = 0; r < count; ++r)
+            for (std::size_t j = 0; j < n; ++j) sum[j] += d_out[r * n + j];
+        }
+      });
 }
 
 // Σ row[j] and Σ a[j] b[j] over j < n: in float through the SIMD loops of lab 07 (a loop's float
@@ -562,10 +628,9 @@ const Matrix<Real>& mlp_backward(const GptMlp<Real>& mlp, MlpTape<Real>& tape,
   if (!same_shape(d_out, tape.out))
     throw std::invalid_argument("mlp_backward: d_out is " + shape_of(d_out) +
                                 " but the forward's output was " + shape_of(tape.out));
-  ensure_shape(tape.d_h, {tape.h.shape(0), tape.h.shape(1)});
-  linear_backward(tape.g, mlp.w_proj, d_out, grads.w_proj, grads.b_proj, &tape.d_h, false);
+  linear_backward(tape.g, {{mlp.w_proj, d_out, grads.w_proj, grads.b_proj}}, tape.d_h);
   gelu_backward_rows(tape.h, tape.g, tape.d_h);
-  linear_backward(tape.x, mlp.w_fc, tape.d_h, grads.w_fc, grads.b_fc, &tape.dx, false);
+  linear_backward(tape.x, {{mlp.w_fc, tape.d_h, grads.w_fc, grads.b_fc}}, tape.dx);
   return tape.dx;
 }
 
@@ -620,15 +685,14 @@ const Matrix<Real>& gpt_block_backward(const GptLayer<Real>& layer, std::size_t 
   layer_norm_rows_backward(tape.ln_2, layer.ln_2_gain, d_ln_2, grads.ln_2_gain, grads.ln_2_bias,
                            &d_out, tape.d_mid);
   // mid = x + attn(ln_1(x))
-  linear_backward(tape.merged, layer.attn.w_o, tape.d_mid, grads.attn.w_o, grads.attn.b_o,
-                  &tape.d_merged, false);
+  linear_backward(tape.merged, {{layer.attn.w_o, tape.d_mid, grads.attn.w_o, grads.attn.b_o}},
+                  tape.d_merged);
   attention_backward_rows(tape, n_heads);
-  linear_backward(tape.ln_1.out, layer.attn.w_q, tape.d_q, grads.attn.w_q, grads.attn.b_q,
-                  &tape.d_ln, false);
-  linear_backward(tape.ln_1.out, layer.attn.w_k, tape.d_k, grads.attn.w_k, grads.attn.b_k,
-                  &tape.d_ln, true);
-  linear_backward(tape.ln_1.out, layer.attn.w_v, tape.d_v, grads.attn.w_v, grads.attn.b_v,
-                  &tape.d_ln, true);
+  linear_backward(tape.ln_1.out,
+                  {{layer.attn.w_q, tape.d_q, grads.attn.w_q, grads.attn.b_q},
+                   {layer.attn.w_k, tape.d_k, grads.attn.w_k, grads.attn.b_k},
+                   {layer.attn.w_v, tape.d_v, grads.attn.w_v, grads.attn.b_v}},
+                  tape.d_ln);
   layer_norm_rows_backward(tape.ln_1, layer.ln_1_gain, tape.d_ln, grads.ln_1_gain, grads.ln_1_bias,
                            &tape.d_mid, tape.dx);
   return tape.dx;
@@ -701,8 +765,8 @@ const xt::xtensor<Real, 3>& gpt_forward(const GptParams<Real>& params, const Bat
   // ln_f, then the tied unembedding: logits (N, V) = ln_f.out (N, d) wteᵀ
   layer_norm_rows(*input, params.ln_f_gain, params.ln_f_bias, tape.ln_f);
   ensure_shape(tape.logits, {B, T, V});
-  gemm(false, true, B * T, V, d, tape.ln_f.out.data(), d, params.wte.data(), d, false,
-       tape.logits.data(), V);
+  gemm(true, B * T, V, d, tape.ln_f.out.data(), d, params.wte.data(), d, false, tape.logits.data(),
+       V);
   return tape.logits;
 }
 
@@ -749,6 +813,20 @@ Real cross_entropy(const xt::xtensor<Real, 3>& logits, const BatchTokens& target
   return Real(total / double(B * T));
 }
 
+// gpt_block_backward's workspace (not its result, dx), handed from the block just done to the
+// next: one set of buffers, still in cache, serves every block instead of one set per block, each
+// written from memory (11 MB a block in lab 13's model). Blocks of one tape have one shape.
+template <class Real>
+void hand_over_workspace(GptBlockTape<Real>& done, GptBlockTape<Real>& next) {
+  for (Matrix<Real> GptBlockTape<Real>::*buffer :
+       {&GptBlockTape<Real>::d_mid, &GptBlockTape<Real>::d_ln, &GptBlockTape<Real>::d_q,
+        &GptBlockTape<Real>::d_k, &GptBlockTape<Real>::d_v, &GptBlockTape<Real>::d_merged,
+        &GptBlockTape<Real>::d_scores})
+    std::swap(done.*buffer, next.*buffer);
+  std::swap(done.mlp.d_h, next.mlp.d_h);
+  std::swap(done.mlp.dx, next.mlp.dx);
+}
+
 template <class Real>
 void gpt_backward(const GptParams<Real>& params, GptTape<Real>& tape,
                   const xt::xtensor<Real, 3>& d_logits, GptParams<Real>& grads) {
@@ -766,21 +844,29 @@ void gpt_backward(const GptParams<Real>& params, GptTape<Real>& tape,
   grads.layers.resize(params.layers.size());
   ensure_shape(grads.wte, {V, d});
   ensure_shape(grads.wpe, {params.wpe.shape(0), d});
-  // logits = ln_f.out wteᵀ: d_wte = d_logitsᵀ ln_f.out (V, d), d_ln_f = d_logits wte (N, d).
-  // d_wte by OpenBLAS, which copies d_logits' columns together first: libxsmm's kernels read them
-  // where they lie, rows 8 KiB apart (14.7 ms a step against 12.1, lab 13's model on a Zen 4).
-  gemm(true, false, V, d, rows, d_logits.data(), V, tape.ln_f.out.data(), d, false,
-       grads.wte.data(), d, Products::openblas);
+  // logits = ln_f.out wteᵀ: d_ln_f = d_logits wte (N, d), d_wte = d_logitsᵀ ln_f.out (V, d), both
+  // from each block of d_logits' rows in turn
   Matrix<Real>& d_ln_f = tape.d_x;  // first d(ln_f.out), then in place the residual stream's
   ensure_shape(d_ln_f, {rows, d});
-  gemm(false, false, rows, d, V, d_logits.data(), V, params.wte.data(), d, false, d_ln_f.data(), d);
+  backward_products(
+      rows, V, 2 * V * d,
+      [&](std::size_t r0, std::size_t count) {
+        product(false, count, d, V, d_logits.data() + r0 * V, V, params.wte.data(), d, false,
+                d_ln_f.data() + r0 * d, d);
+      },
+      [&](std::size_t r0, std::size_t count, std::size_t first, std::size_t m) {
+        product(true, m, d, count, d_logits.data() + r0 * V + first, V,
+                tape.ln_f.out.data() + r0 * d, d, r0 > 0, grads.wte.data() + first * d, d);
+      });
   const Matrix<Real>* no_residual = nullptr;  // the residual stream starts here
   layer_norm_rows_backward(tape.ln_f, params.ln_f_gain, d_ln_f, grads.ln_f_gain, grads.ln_f_bias,
                            no_residual, tape.d_x);
   const Matrix<Real>* dx = &tape.d_x;
-  for (std::size_t l = params.layers.size(); l-- > 0;)
+  for (std::size_t l = params.layers.size(); l-- > 0;) {
+    if (l + 1 < params.layers.size()) hand_over_workspace(tape.layers[l + 1], tape.layers[l]);
     dx = &gpt_block_backward(params.layers[l], params.config.n_heads, tape.layers[l], *dx,
                              grads.layers[l]);
+  }
   // x = wte[token] + wpe[t]: scatter-add each row's gradient into its token's and position's rows
   std::fill(grads.wpe.begin(), grads.wpe.end(), Real(0));
   for (std::size_t r = 0; r < rows; ++r) {
