@@ -571,6 +571,18 @@ class WorkbookGenerate : public ::testing::Test {
   fs::path scratch_;
 };
 
+// `workbook explore --checkpoint` without --out: the page goes beside the checkpoint folder, into
+// the experiment folder of the run that saved it, not the folder of the code that reads it.
+using WorkbookExplore = WorkbookGenerate;
+
+TEST_F(WorkbookExplore, WithoutOutWritesThePageBesideTheCheckpointFolder) {
+  const CommandResult run =
+      workbook("explore " + with_checkpoint("--tokens \"1 2 3 1 2 3\""), scratch_);
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  EXPECT_TRUE(fs::is_regular_file(scratch_ / "explore-checkpoint.html"));
+  EXPECT_TRUE(fs::is_regular_file(scratch_ / "explore-checkpoint.json"));
+}
+
 TEST_F(WorkbookGenerate, ContinuesThePromptUpToMaxLenWithGreedyGeneratesTokens) {
   const std::vector<std::size_t> prompt = {3, 7, 1};
   const std::vector<std::size_t> expected =

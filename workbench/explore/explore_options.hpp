@@ -39,7 +39,7 @@ inline void add_explore_options(CLI::App& app, ExploreOptions& o, bool out_requi
   CLI::Option* out = app.add_option(
       "--out", o.out,
       "The HTML file to write (its data goes beside it as .json); default: explore-checkpoint.html "
-      "in the checkpoint lab's experiment folder");
+      "beside the checkpoint folder");
   if (out_required) out->required();
 }
 

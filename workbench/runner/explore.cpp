@@ -28,9 +28,10 @@ std::filesystem::path experiment_folder(const Context& ctx, const Lab& lab,
 
 }  // namespace
 
-std::filesystem::path default_explore_page(const Context& ctx, const std::string& impl,
-                                           const std::string& number) {
-  return experiment_folder(ctx, ctx.require_lab(number), impl) / "explore-checkpoint.html";
+std::filesystem::path default_explore_page(const std::filesystem::path& checkpoint) {
+  std::filesystem::path folder = std::filesystem::absolute(checkpoint).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();  // DIR/ names DIR
+  return folder.parent_path() / "explore-checkpoint.html";
 }
 
 int explore_lab(const Context& ctx, const std::string& number, const std::string& impl,

@@ -43,10 +43,9 @@ int watch(const Context& ctx, bool poll);
 /// `impl` ("learner" or "reference"), and sets `page` to its path.
 int explore_lab(const Context& ctx, const std::string& number, const std::string& impl,
                 std::filesystem::path& page);
-/// Where `explore --checkpoint` writes its page without --out: explore-checkpoint.html in the
-/// experiment folder of `impl` of lab `number` (10 or 13, whose model the checkpoint holds).
-std::filesystem::path default_explore_page(const Context& ctx, const std::string& impl,
-                                           const std::string& number);
+/// Where `explore --checkpoint` writes its page without --out: explore-checkpoint.html beside the
+/// checkpoint folder, in the experiment folder of the run that saved it (whichever code reads it).
+std::filesystem::path default_explore_page(const std::filesystem::path& checkpoint);
 /// Serves `page` at http://127.0.0.1:port/ (port 0: any free one, printed) until SIGINT, SIGTERM
 /// or SIGHUP; a port it cannot listen on gets one line and kEnvironment.
 int serve_page(const std::filesystem::path& page, int port);

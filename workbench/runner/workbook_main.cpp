@@ -451,8 +451,7 @@ int main(int argc, char** argv) {
         const std::string engine_impl = explore_impl.empty() ? "reference" : explore_impl;
         // lab 13's GPT engine for its checkpoints, lab 10's for anything else (as generate)
         const bool gpt = workbench::names_gpt_checkpoint(explore_options.checkpoint);
-        if (page.empty())
-          page = workbook::default_explore_page(ctx, engine_impl, gpt ? "13" : "10");
+        if (page.empty()) page = workbook::default_explore_page(explore_options.checkpoint);
         explore_options.out = page;
         status = run_engine(ctx, gpt ? "explore-gpt" : "explore", engine_impl,
                             workbench::explore_arguments(explore_options), "; nothing was written");
