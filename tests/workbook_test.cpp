@@ -29,6 +29,7 @@
 #include "support/fixtures.hpp"
 #include "support/non_regular_files.hpp"
 #include "support/random_model.hpp"
+#include "support/temp_dir.hpp"
 #include "support/torch_parity.hpp"
 #include "util/files.hpp"
 
@@ -58,15 +59,6 @@ CommandResult workbook(const std::string& args, const fs::path& scratch) {
 
 class WorkbookAttend : public ::testing::Test {
  protected:
-  void SetUp() override {
-    scratch_ = fs::temp_directory_path() /
-               ("workbook_attend_" +
-                std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(scratch_);
-    fs::create_directories(scratch_);
-  }
-  void TearDown() override { fs::remove_all(scratch_); }
-
   static fs::path fixture(const std::string& name) {
     return minimodel::testing::fixtures_dir() / name;
   }
@@ -107,7 +99,8 @@ class WorkbookAttend : public ::testing::Test {
 
   fs::path out() const { return scratch_ / "y.npy"; }
   fs::path attn() const { return scratch_ / "attn.npy"; }
-  fs::path scratch_;
+  const testing::TempDir temp_{"workbook_attend"};
+  const fs::path scratch_ = temp_.path();
 };
 
 TEST_F(WorkbookAttend, MatchesTorchOnABatch) {
@@ -520,17 +513,11 @@ TEST_F(WorkbookAttend, RejectsAnUnknownImplementation) {
 class WorkbookGenerate : public ::testing::Test {
  protected:
   void SetUp() override {
-    scratch_ = fs::temp_directory_path() /
-               ("workbook_generate_" +
-                std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(scratch_);
-    fs::create_directories(scratch_);
     checkpoint_.config = {11, 12, 8, 2, 2};  // vocab, max_len, d_model, n_heads, n_layers
     checkpoint_.params = testing::random_model(checkpoint_.config, 5);
     checkpoint_.training = {{"steps", 0}};
     workbench::save_checkpoint(dir(), checkpoint_);
   }
-  void TearDown() override { fs::remove_all(scratch_); }
 
   struct Output {
     int status;
@@ -568,7 +555,8 @@ class WorkbookGenerate : public ::testing::Test {
   }
 
   workbench::Checkpoint checkpoint_;
-  fs::path scratch_;
+  const testing::TempDir temp_{"workbook_generate"};
+  const fs::path scratch_ = temp_.path();
 };
 
 // `workbook explore --checkpoint` without --out: the page goes beside the checkpoint folder, into
@@ -676,15 +664,13 @@ TEST_F(WorkbookGenerate, RejectsMissingOptionsAndAnUnknownImplementation) {
 // `workbook bench` reports what it measured consistently; no time is asserted, only units and
 // the memory every lab 01 call must allocate.
 TEST(WorkbookBench, QuickJsonReportsEveryShapeWithConsistentUnitsAndTheStoredWeights) {
-  const fs::path scratch = fs::temp_directory_path() / "workbook_bench_quick";
-  fs::create_directories(scratch);
+  const testing::TempDir scratch("workbook_bench_quick");
   const fs::path out = scratch / "bench.json";
   const CommandResult run = workbook(
       "bench --quick --impl reference --threads 1 --repetitions 2 --json > " + out.string(),
-      scratch);
+      scratch.path());
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   const nlohmann::json report = nlohmann::json::parse(workbench::read_file(out));
-  fs::remove_all(scratch);
 
   EXPECT_EQ(report.at("machine").at("threads"), 1);
   std::set<std::tuple<std::string, std::size_t, bool>> runs;
@@ -718,13 +704,12 @@ TEST(WorkbookBench, QuickJsonReportsEveryShapeWithConsistentUnitsAndTheStoredWei
 // Google Benchmark computes no median of one repetition: the table shows the one run of each
 // layer and shape instead, and says so, and each row shows on stderr as it finishes.
 TEST(WorkbookBench, OneRepetitionReportsTheRunOfEveryShape) {
-  const fs::path scratch = fs::temp_directory_path() / "workbook_bench_one_run";
-  fs::create_directories(scratch);
+  const testing::TempDir scratch("workbook_bench_one_run");
   const fs::path out = scratch / "bench.txt";
-  const CommandResult run = workbook(
-      "bench --quick --impl reference --threads 1 --repetitions 1 > " + out.string(), scratch);
+  const CommandResult run =
+      workbook("bench --quick --impl reference --threads 1 --repetitions 1 > " + out.string(),
+               scratch.path());
   const std::string table = workbench::read_file(out);
-  fs::remove_all(scratch);
   ASSERT_EQ(run.status, 0) << run.stderr_text << table;
   EXPECT_NE(table.find(" cores, 1 run ("), std::string::npos) << table;
   std::istringstream lines(table);
@@ -741,7 +726,8 @@ TEST(WorkbookBench, OneRepetitionReportsTheRunOfEveryShape) {
 }
 
 TEST(WorkbookBench, RejectsZeroThreads) {
-  const CommandResult run = workbook("bench --threads 0", fs::temp_directory_path());
+  const testing::TempDir scratch("workbook_bench_zero");
+  const CommandResult run = workbook("bench --threads 0", scratch.path());
   EXPECT_EQ(run.status, 2) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("--threads"), std::string::npos) << run.stderr_text;
 }
