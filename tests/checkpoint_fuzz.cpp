@@ -1,41 +1,13 @@
 // libFuzzer target: any bytes as a checkpoint's config.json make load_checkpoint throw
-// std::runtime_error (the folder holds no tensors, so nothing else can pass): a crash, a stack
-// overflow, a sanitizer report or another exception is a finding.
-#include <unistd.h>
-
+// std::runtime_error (support/config_fuzz.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <ios>
-#include <stdexcept>
-#include <string>
 
 #include "checkpoint/checkpoint.hpp"
-
-namespace fs = std::filesystem;
-
-namespace {
-
-const fs::path& checkpoint_dir() {
-  static const fs::path dir = [] {
-    const fs::path path =
-        fs::temp_directory_path() / ("checkpoint_fuzz_" + std::to_string(getpid()));
-    fs::create_directories(path);
-    return path;
-  }();
-  return dir;
-}
-
-}  // namespace
+#include "support/config_fuzz.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::ofstream(checkpoint_dir() / "config.json", std::ios::binary)
-      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  try {
-    workbench::load_checkpoint(checkpoint_dir());
-    __builtin_trap();  // no tensors: it cannot have loaded
-  } catch (const std::runtime_error&) {
-  }
-  return 0;
+  return minimodel::testing::fuzz_checkpoint_config(
+      data, size, [](const std::filesystem::path& dir) { workbench::load_checkpoint(dir); });
 }
