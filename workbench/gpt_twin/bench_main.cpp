@@ -116,15 +116,9 @@ void time_sampling(const minimodel::GptParams<float>& params,
 int run(const Options& options) {
   using namespace minimodel;
   gpt_twin::set_threads(options.threads);
-  GptConfig config;  // the lab's default model
-  std::size_t batch_size = 16, context = config.max_len;
-  if (options.quick) {
-    config.max_len = context = 32;
-    config.d_model = 32;
-    config.n_heads = 2;
-    config.n_layers = 2;
-    batch_size = 4;
-  }
+  const gpt_twin::RunShape shape = gpt_twin::run_shape(options.quick);
+  const GptConfig& config = shape.config;
+  const std::size_t batch_size = shape.batch_size, context = config.max_len;
   const std::size_t prompt_length = context / 8, new_tokens = context - prompt_length;
   TrainOptions train;
   const AdamWOptions adamw_options;

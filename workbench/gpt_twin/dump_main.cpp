@@ -38,15 +38,9 @@ struct Options {
 int run(const Options& options) {
   using namespace minimodel;
   gpt_twin::set_threads(options.threads);
-  GptConfig config;  // the lab's default model
-  std::size_t batch_size = 16, context = config.max_len;
-  if (options.quick) {
-    config.max_len = context = 32;
-    config.d_model = 32;
-    config.n_heads = 2;
-    config.n_layers = 2;
-    batch_size = 4;
-  }
+  const gpt_twin::RunShape shape = gpt_twin::run_shape(options.quick);
+  GptConfig config = shape.config;  // its vocabulary: the tokenizer's, below
+  const std::size_t batch_size = shape.batch_size, context = config.max_len;
   const gpt_twin::KjvTokens tokens =
       gpt_twin::kjv_tokens(options.tokenizer, options.quick ? 300000 : 0);
   config.vocab = tokens.token_bytes.size();

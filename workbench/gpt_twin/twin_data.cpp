@@ -117,6 +117,16 @@ nlohmann::json describe_run(const minimodel::GptParams<float>& params, std::size
   return run;
 }
 
+RunShape run_shape(bool quick) {
+  if (!quick) return {minimodel::GptConfig{}, 16};
+  minimodel::GptConfig small;
+  small.max_len = 32;
+  small.d_model = 32;
+  small.n_heads = 2;
+  small.n_layers = 2;
+  return {small, 4};
+}
+
 void set_threads(int threads) { openblas_set_num_threads(threads); }
 
 }  // namespace gpt_twin

@@ -49,6 +49,15 @@ nlohmann::json describe_run(const minimodel::GptParams<float>& params, std::size
                             std::size_t context, const minimodel::TrainOptions& train,
                             const minimodel::AdamWOptions& adamw);
 
+/// The model and batch a run uses: the lab's default model and 16 sequences, or with quick a small
+/// one (2 layers of width 32, 4 sequences of 32 tokens: seconds, for the tests). Each sequence is
+/// config.max_len tokens long.
+struct RunShape {
+  minimodel::GptConfig config;
+  std::size_t batch_size;
+};
+RunShape run_shape(bool quick);
+
 /// Sets OpenBLAS's threads (the model's only threads).
 void set_threads(int threads);
 
